@@ -1,0 +1,180 @@
+package apptool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// App is what a sample app's command line needs from the app package.
+type App interface {
+	Tools() []Tool
+	// Debug runs one debug command and returns the JSON document it
+	// prints. A *UserError is the command's failure sentence.
+	Debug(ctx context.Context, cmd string, args []string) (any, error)
+	Close() error
+}
+
+// Command is an extra command of an app's binary (for example "serve",
+// added with the provider SDK). It runs with the opened app.
+type Command func(ctx context.Context, app App, args []string) (any, error)
+
+// CLI describes one sample app's binary: `<name> [--data DIR] <command> …`.
+type CLI struct {
+	// Name is the binary and app short name ("notes").
+	Name string
+	// Open opens the app's store under dataDir.
+	Open func(ctx context.Context, dataDir string) (App, error)
+	// DebugCommands are the command names passed to App.Debug, shown in
+	// the usage text. "tool" is always among them.
+	DebugCommands []string
+	// Commands are extra commands handled outside Debug; they win over
+	// DebugCommands of the same name.
+	Commands map[string]Command
+}
+
+// UsageError is a command line the binary cannot run (exit code 2).
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// ToolCallError is a tool handler's isError result, printed as
+// {"error": sentence, "isError": true}.
+type ToolCallError struct{ Sentence string }
+
+func (e *ToolCallError) Error() string { return e.Sentence }
+
+// Exit codes of a sample app binary.
+const (
+	ExitOK     = 0
+	ExitFailed = 1
+	ExitUsage  = 2
+)
+
+// Main runs the command line args (without the program name), printing
+// exactly one JSON document on stdout, and returns the exit code. The data
+// directory is --data, else getenv("AGENTOS_APP_DATA").
+func (c CLI) Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	dataDir := fs.String("data", "", "data directory (default $AGENTOS_APP_DATA)")
+	if err := fs.Parse(args); err != nil {
+		return c.usage(stdout, stderr, err.Error())
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return c.usage(stdout, stderr, "missing command")
+	}
+	cmd, cmdArgs := rest[0], rest[1:]
+	extra, isExtra := c.Commands[cmd]
+	if !isExtra && !contains(c.DebugCommands, cmd) && cmd != "tool" {
+		return c.usage(stdout, stderr, fmt.Sprintf("unknown command %q", cmd))
+	}
+	dir := *dataDir
+	if dir == "" && getenv != nil {
+		dir = getenv("AGENTOS_APP_DATA")
+	}
+	if dir == "" {
+		return c.usage(stdout, stderr, "no data directory: pass --data DIR or set AGENTOS_APP_DATA")
+	}
+	app, err := c.Open(ctx, dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", c.Name, err)
+		return writeJSON(stdout, map[string]any{"error": fmt.Sprintf("The %s app could not open its data.", c.Name)}, ExitFailed)
+	}
+	defer app.Close()
+	var out any
+	if isExtra {
+		out, err = extra(ctx, app, cmdArgs)
+	} else {
+		out, err = app.Debug(ctx, cmd, cmdArgs)
+	}
+	var ue *UsageError
+	var te *ToolCallError
+	switch {
+	case err == nil:
+		return writeJSON(stdout, out, ExitOK)
+	case errors.As(err, &ue):
+		return c.usage(stdout, stderr, ue.Msg)
+	case errors.As(err, &te):
+		return writeJSON(stdout, map[string]any{"error": te.Sentence, "isError": true}, ExitFailed)
+	}
+	if s, ok := IsUserError(err); ok {
+		return writeJSON(stdout, map[string]any{"error": s}, ExitFailed)
+	}
+	// Internals go to stderr only; the JSON keeps the one-sentence form.
+	fmt.Fprintf(stderr, "%s %s: %v\n", c.Name, cmd, err)
+	return writeJSON(stdout, map[string]any{"error": fmt.Sprintf("The %s command failed.", cmd)}, ExitFailed)
+}
+
+func (c CLI) usage(stdout, stderr io.Writer, msg string) int {
+	cmds := append([]string{"tool"}, c.DebugCommands...)
+	for k := range c.Commands {
+		cmds = append(cmds, k)
+	}
+	sort.Strings(cmds)
+	cmds = dedupSorted(cmds)
+	fmt.Fprintf(stderr, "usage: %s [--data DIR] <command> [args]\ncommands: %s\n", c.Name, strings.Join(cmds, ", "))
+	return writeJSON(stdout, map[string]any{"error": "usage: " + msg}, ExitUsage)
+}
+
+func dedupSorted(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func writeJSON(w io.Writer, v any, code int) int {
+	s, err := Compact(v)
+	if err != nil {
+		s = `{"error":"The result could not be encoded."}`
+		code = ExitFailed
+	}
+	fmt.Fprintln(w, s)
+	return code
+}
+
+// ToolCommand runs `tool <name> ['<json args>']` against tools: it calls
+// the handler through Run and returns {"result": <structured>}, or a
+// *ToolCallError carrying the isError sentence.
+func ToolCommand(ctx context.Context, tools []Tool, args []string) (any, error) {
+	if len(args) < 1 || len(args) > 2 {
+		return nil, &UsageError{Msg: "tool <name> ['<json args>']"}
+	}
+	var raw json.RawMessage
+	if len(args) == 2 {
+		raw = json.RawMessage(args[1])
+	}
+	for _, t := range tools {
+		if t.Name == args[0] {
+			res := Run(ctx, t, raw)
+			if res.IsError {
+				return nil, &ToolCallError{Sentence: res.Text}
+			}
+			return map[string]any{"result": res.Structured}, nil
+		}
+	}
+	return nil, &ToolCallError{Sentence: fmt.Sprintf("Unknown tool %q.", args[0])}
+}
+
+// DebugArgs parses the optional single JSON-object argument of a debug
+// command (`notes raw_prompt '{"note_id":3}'`). No argument is an empty
+// object; more than one is a usage error.
+func DebugArgs(cmd string, args []string) (*Args, error) {
+	switch len(args) {
+	case 0:
+		return ParseArgs(nil)
+	case 1:
+		return ParseArgs(json.RawMessage(args[0]))
+	}
+	return nil, &UsageError{Msg: fmt.Sprintf("%s takes at most one JSON object argument", cmd)}
+}
