@@ -1,0 +1,224 @@
+//go:build linux
+
+package adbd
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentoslab/agentlab/devices/internal/adbwire"
+	"github.com/agentoslab/agentlab/devices/virtual/internal/proc"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata golden files")
+
+const testBanner = "device::ro.product.name=vdev_x86_64;ro.product.model=Virtual Device;ro.product.device=vdev;features=shell_v2,stat_v2,ls_v2,fixed_push_mkdir"
+
+// newTestServer serves one end of a pipe; the other end is the "host".
+func newTestServer(t *testing.T, uid int) net.Conn {
+	t.Helper()
+	r := proc.NewReaper(false)
+	s := NewServer(&Config{Banner: testBanner, Hooks: Hooks{
+		Reaper: r,
+		Shell:  "/bin/sh",
+		Env:    func(int, string) []string { return []string{"PATH=/usr/bin:/bin", "LC_ALL=C"} },
+		UID:    func() int { return uid },
+		Root:   func(bool) (string, bool) { return "adbd cannot run as root in production builds\n", false },
+		Reboot: func(string) {},
+	}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	host, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.ServeConn(dev)
+	}()
+	t.Cleanup(func() {
+		host.Close()
+		<-done
+		s.Close()
+		r.Close()
+	})
+	return host
+}
+
+// host drives the host side of a connection and records every packet.
+type host struct {
+	t   *testing.T
+	nc  net.Conn
+	log strings.Builder
+}
+
+func (h *host) send(cmd adbwire.Command, a0, a1 uint32, data string) {
+	h.t.Helper()
+	m := adbwire.Message{Command: cmd, Arg0: a0, Arg1: a1, Data: []byte(data)}
+	fmt.Fprintf(&h.log, "> %s\n", format(&m))
+	h.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if err := adbwire.WriteMessage(h.nc, &m); err != nil {
+		h.t.Fatalf("send %s: %v", cmd, err)
+	}
+}
+
+func (h *host) recv() adbwire.Message {
+	h.t.Helper()
+	h.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	m, err := adbwire.ReadMessage(h.nc, adbwire.MaxPayload)
+	if err != nil {
+		h.t.Fatalf("recv: %v", err)
+	}
+	fmt.Fprintf(&h.log, "< %s\n", format(&m))
+	return m
+}
+
+// drain acknowledges WRTEs on a stream until the device closes it and
+// returns what it wrote.
+func (h *host) drain(local uint32) []byte {
+	h.t.Helper()
+	var out []byte
+	for {
+		m := h.recv()
+		switch m.Command {
+		case adbwire.CmdWRTE:
+			out = append(out, m.Data...)
+			h.send(adbwire.CmdOKAY, local, m.Arg0, "")
+		case adbwire.CmdCLSE:
+			return out
+		case adbwire.CmdOKAY:
+			// The device acknowledging one of our WRTEs.
+		default:
+			h.t.Fatalf("unexpected %s while draining", m.Command)
+		}
+	}
+}
+
+func format(m *adbwire.Message) string {
+	return fmt.Sprintf("%s %#x %#x %s", m.Command, m.Arg0, m.Arg1, strconv.Quote(string(m.Data)))
+}
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: shells run as the shell uid 2000")
+	}
+}
+
+// TestTranscriptShell pins the host<->device packets of a connection: the
+// device answers the host's CNXN exactly once (never first, never twice),
+// binds OPENs with OKAY, sends one WRTE at a time and waits for OKAY,
+// frames shell v2 output and exit status, ends streams with CLSE, and
+// rejects unknown services with CLSE(0, id).
+func TestTranscriptShell(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	h := &host{t: t, nc: newTestServer(t, 2000)}
+	h.send(adbwire.CmdAUTH, 1, 0, "ignored before CNXN")
+	h.send(adbwire.CmdCNXN, adbwire.Version, adbwire.MaxPayload, "host::features=shell_v2,cmd,stat_v2,ls_v2")
+	if m := h.recv(); m.Command != adbwire.CmdCNXN || string(m.Data) != testBanner {
+		t.Fatalf("first packet %s %q", m.Command, m.Data)
+	}
+	h.send(adbwire.CmdOPEN, 7, 0, "shell,v2,TERM=xterm,raw:echo hello $(id -u); exit 3\x00")
+	if m := h.recv(); m.Command != adbwire.CmdOKAY || m.Arg1 != 7 {
+		t.Fatalf("open answer %s", format(&m))
+	}
+	out := h.drain(7)
+	if !bytes.HasSuffix(out, []byte{adbwire.ShellExit, 1, 0, 0, 0, 3}) {
+		t.Fatalf("no exit 3 packet at the end: %q", out)
+	}
+	h.send(adbwire.CmdOPEN, 8, 0, "bogus:\x00")
+	if m := h.recv(); m.Command != adbwire.CmdCLSE || m.Arg0 != 0 || m.Arg1 != 8 {
+		t.Fatalf("unknown service answer %s", format(&m))
+	}
+	h.send(adbwire.CmdWRTE, 99, 42, "to an unknown stream")
+	h.send(adbwire.CmdCNXN, adbwire.Version, adbwire.MaxPayload, "host::features=shell_v2")
+	h.send(adbwire.CmdOPEN, 9, 0, "shell:echo v1 $((6*7))\x00")
+	if m := h.recv(); m.Command != adbwire.CmdOKAY || m.Arg1 != 9 {
+		t.Fatalf("open answer %s", format(&m))
+	}
+	if out := h.drain(9); string(out) != "v1 42\n" {
+		t.Fatalf("shell v1 output %q", out)
+	}
+	golden(t, "transcript_shell.txt", h.log.String())
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	const header = "# Host<->device packets of one connection (> host to device, < device to host).\n" +
+		"# Pins: one CNXN answer, only after the host's; OKAY binds OPEN; one WRTE in flight;\n" +
+		"# shell v2 stdout+exit packets then CLSE; CLSE(0,id) for unknown services;\n" +
+		"# unknown stream ids and a repeated CNXN ignored. Regenerate with -update.\n"
+	if *update {
+		if err := os.WriteFile(path, []byte(header+got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if w := strings.TrimPrefix(string(want), header); w != got {
+		t.Errorf("transcript differs from %s (run with -update after checking):\n--- got\n%s--- want\n%s", path, got, w)
+	}
+}
+
+func TestShellStdinAndExit(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	h := &host{t: t, nc: newTestServer(t, 2000)}
+	h.send(adbwire.CmdCNXN, adbwire.Version, adbwire.MaxPayload, "host::")
+	h.recv()
+	h.send(adbwire.CmdOPEN, 1, 0, "shell,v2,raw:tr a-z A-Z; exit 5\x00")
+	h.recv()
+	var in []byte
+	in = adbwire.AppendShellPacket(in, adbwire.ShellStdin, []byte("abc\n"))
+	in = adbwire.AppendShellPacket(in, adbwire.ShellCloseStdin, nil)
+	// Split the packets across WRTEs mid-header: framing must not care.
+	h.send(adbwire.CmdWRTE, 1, 1, string(in[:3]))
+	if m := h.recv(); m.Command != adbwire.CmdOKAY {
+		t.Fatalf("WRTE not acknowledged: %s", format(&m))
+	}
+	h.send(adbwire.CmdWRTE, 1, 1, string(in[3:]))
+	out := h.drain(1)
+	var stdout []byte
+	code := -1
+	r := bytes.NewReader(out)
+	for {
+		id, data, err := adbwire.ReadShellPacket(r, adbwire.MaxShellPacketLen)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch id {
+		case adbwire.ShellStdout:
+			stdout = append(stdout, data...)
+		case adbwire.ShellExit:
+			code = int(data[0])
+		}
+	}
+	if string(stdout) != "ABC\n" || code != 5 {
+		t.Fatalf("stdout %q code %d", stdout, code)
+	}
+}

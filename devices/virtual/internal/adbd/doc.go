@@ -1,0 +1,8 @@
+// Package adbd is the adb daemon of a virtual device: it speaks the device
+// side of the adb wire protocol on connections a real adb server makes
+// (adb connect), and serves the device services — shell v1 and v2, sync,
+// socket streams, reverse forwards, root/unroot and reboot.
+//
+// It runs inside the device's init, in the device's namespaces; every
+// process it starts goes through the init's proc.Reaper.
+package adbd
