@@ -1,0 +1,211 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+)
+
+// RPCOptions configure an RPCStream. The zero value works.
+type RPCOptions struct {
+	// MaxLineChars overrides MaxLineChars (tests and the pairing
+	// handshake's 4,096-char first line use smaller limits).
+	MaxLineChars int
+	// Logger receives framing problems (never line contents).
+	Logger *slog.Logger
+}
+
+// RPCStream guards one JSON-RPC connection on behalf of a JSON-RPC engine
+// such as acp-go-sdk's Connection:
+//
+//   - Reader yields only lines that are JSON objects, each followed by '\n'.
+//   - A line that is not JSON is answered with -32700 (id null); a JSON
+//     value that is not an object with "jsonrpc":"2.0" is answered with
+//     -32600. Neither reaches the engine, and neither is logged.
+//   - A line over the limit closes this connection only.
+//   - Writer serializes whole writes, so the engine's messages and the
+//     stream's own error replies never interleave.
+type RPCStream struct {
+	rw     io.ReadWriteCloser
+	lines  *LineReader
+	logger *slog.Logger
+
+	pr *io.PipeReader
+	pw *io.PipeWriter
+
+	writeMu sync.Mutex // guards writes to rw
+
+	closeOnce sync.Once
+	done      chan struct{}
+	errMu     sync.Mutex
+	err       error // why the stream ended; guarded by errMu
+}
+
+// NewRPCStream starts guarding rw. The caller must read Reader until EOF
+// (the JSON-RPC engine does) and Close the stream when done.
+func NewRPCStream(rw io.ReadWriteCloser, opts *RPCOptions) *RPCStream {
+	max := 0
+	if opts != nil {
+		max = opts.MaxLineChars
+	}
+	return NewRPCStreamFromLines(rw, NewLineReader(rw, max), opts)
+}
+
+// NewRPCStreamFromLines is NewRPCStream for a connection whose first lines
+// were already consumed by a handshake through lr (e.g. desktop pairing):
+// the guard continues with the same buffered reader so no byte is lost.
+func NewRPCStreamFromLines(rw io.ReadWriteCloser, lr *LineReader, opts *RPCOptions) *RPCStream {
+	if opts == nil {
+		opts = &RPCOptions{}
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	pr, pw := io.Pipe()
+	s := &RPCStream{rw: rw, lines: lr, logger: logger, pr: pr, pw: pw, done: make(chan struct{})}
+	go s.pump()
+	return s
+}
+
+// Reader is what the JSON-RPC engine reads.
+func (s *RPCStream) Reader() io.Reader { return s.pr }
+
+// Writer is what the JSON-RPC engine writes to. Each Write is sent whole.
+func (s *RPCStream) Writer() io.Writer { return lockedWriter{s} }
+
+// Done is closed when the connection ended (peer closed, oversize line,
+// or Close).
+func (s *RPCStream) Done() <-chan struct{} { return s.done }
+
+// Err says why the stream ended: nil for a clean EOF or Close,
+// ErrLineTooLong, or a read error.
+func (s *RPCStream) Err() error {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return s.err
+}
+
+// Close closes the connection; Reader then reports EOF. Idempotent.
+func (s *RPCStream) Close() error {
+	s.finish(nil)
+	return nil
+}
+
+func (s *RPCStream) finish(err error) {
+	s.closeOnce.Do(func() {
+		s.errMu.Lock()
+		s.err = err
+		s.errMu.Unlock()
+		s.rw.Close()
+		s.pw.Close()
+		close(s.done)
+	})
+}
+
+type lockedWriter struct{ s *RPCStream }
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.s.writeMu.Lock()
+	defer w.s.writeMu.Unlock()
+	return w.s.rw.Write(p)
+}
+
+func (s *RPCStream) pump() {
+	for {
+		line, err := s.lines.ReadLine()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				s.finish(nil)
+				return
+			}
+			if errors.Is(err, ErrLineTooLong) {
+				s.logger.Warn("closing connection: line over the limit")
+			}
+			s.finish(err)
+			return
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if reply := check(line); reply != nil {
+			s.writeReply(reply)
+			continue
+		}
+		// Copy: line is only valid until the next ReadLine, and the pipe
+		// hands it over synchronously, but a newline must follow.
+		msg := make([]byte, len(line)+1)
+		copy(msg, line)
+		msg[len(line)] = '\n'
+		if _, err := s.pw.Write(msg); err != nil {
+			// The engine stopped reading: the connection is over.
+			s.finish(nil)
+			return
+		}
+	}
+}
+
+func (s *RPCStream) writeReply(reply []byte) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if _, err := s.rw.Write(reply); err != nil {
+		s.logger.Debug("error reply not written", "err", err)
+	}
+}
+
+// check returns the error reply for a line the engine must not see, or nil.
+func check(line []byte) []byte {
+	if !json.Valid(line) {
+		return errorReply(nil, -32700, "Parse error")
+	}
+	var probe struct {
+		JSONRPC *string          `json:"jsonrpc"`
+		ID      *json.RawMessage `json:"id"`
+		Method  *json.RawMessage `json:"method"`
+	}
+	if err := json.Unmarshal(line, &probe); err != nil {
+		// Valid JSON that is not an object (array, string, number…).
+		return errorReply(nil, -32600, "Invalid request")
+	}
+	if probe.JSONRPC == nil || *probe.JSONRPC != "2.0" {
+		return errorReply(validID(probe.ID), -32600, "Invalid request")
+	}
+	if probe.Method != nil {
+		var m string
+		if json.Unmarshal(*probe.Method, &m) != nil || m == "" {
+			return errorReply(validID(probe.ID), -32600, "Invalid request")
+		}
+	}
+	if id := probe.ID; id != nil && validID(id) == nil && !bytes.Equal(bytes.TrimSpace(*id), []byte("null")) {
+		return errorReply(nil, -32600, "Invalid request")
+	}
+	return nil
+}
+
+// validID returns id when it is a JSON string or number, else nil.
+func validID(id *json.RawMessage) json.RawMessage {
+	if id == nil {
+		return nil
+	}
+	b := bytes.TrimSpace(*id)
+	if len(b) == 0 {
+		return nil
+	}
+	switch c := b[0]; {
+	case c == '"', c == '-', c >= '0' && c <= '9':
+		return b
+	}
+	return nil
+}
+
+func errorReply(id json.RawMessage, code int, message string) []byte {
+	idText := "null"
+	if id != nil {
+		idText = string(id)
+	}
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%q}}`+"\n", idText, code, message)
+}
