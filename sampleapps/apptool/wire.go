@@ -1,12 +1,6 @@
 package apptool
 
-import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"sort"
-)
+import "sort"
 
 // MaxWireChars bounds one encoded tool result on the plugin channel (spec
 // §4.9: a larger response is replaced by an error).
@@ -42,57 +36,4 @@ func Fit(n int, build func(k int) any) int {
 	}
 	// Largest k with build(k) fitting, among 0..n-1.
 	return sort.Search(n, func(k int) bool { return WireCost(build(k+1)) > MaxWireChars })
-}
-
-// ErrUsage marks a debug command called with the wrong arguments; the
-// command-line shell exits 2 for it.
-var ErrUsage = errors.New("usage")
-
-// Usagef returns an error wrapping ErrUsage.
-func Usagef(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
-}
-
-// Outcome is the document the debug "tool" command prints:
-// {"result": <structured>} or {"error": "<sentence>", "isError": true}.
-type Outcome struct{ Result }
-
-// MarshalJSON implements json.Marshaler.
-func (o Outcome) MarshalJSON() ([]byte, error) {
-	if o.IsError {
-		return json.Marshal(struct {
-			Error   string `json:"error"`
-			IsError bool   `json:"isError"`
-		}{o.Text, true})
-	}
-	// The text is the compact JSON of the structured result; reuse it so a
-	// JSON null result prints as {"result":null}.
-	return []byte(`{"result":` + o.Text + `}`), nil
-}
-
-// Find returns the tool called name.
-func Find(tools []Tool, name string) (Tool, bool) {
-	for _, t := range tools {
-		if t.Name == name {
-			return t, true
-		}
-	}
-	return Tool{}, false
-}
-
-// CallTool is the debug "tool <name> ['<json args>']" command: it runs one
-// handler directly through Run.
-func CallTool(ctx context.Context, tools []Tool, args []string) (Outcome, error) {
-	if len(args) < 1 || len(args) > 2 {
-		return Outcome{}, Usagef("tool <name> ['<json args>']")
-	}
-	t, ok := Find(tools, args[0])
-	if !ok {
-		return Outcome{}, Errorf("Unknown tool %q.", args[0])
-	}
-	var raw json.RawMessage
-	if len(args) == 2 {
-		raw = json.RawMessage(args[1])
-	}
-	return Outcome{Run(ctx, t, raw)}, nil
 }

@@ -1,9 +1,7 @@
 package apptool
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 )
@@ -52,51 +50,5 @@ func TestObjectSchema(t *testing.T) {
 	var v map[string]any
 	if err := json.Unmarshal(got, &v); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestCallTool(t *testing.T) {
-	tools := []Tool{
-		{Name: "nothing", Handler: func(context.Context, json.RawMessage) (any, error) { return nil, nil }},
-		{Name: "echo", Handler: func(_ context.Context, raw json.RawMessage) (any, error) {
-			a, err := ParseArgs(raw)
-			if err != nil {
-				return nil, err
-			}
-			s := a.String("s", Required)
-			if err := a.Err(); err != nil {
-				return nil, err
-			}
-			return map[string]string{"s": s}, nil
-		}},
-	}
-	tests := []struct {
-		args []string
-		want string
-		err  error
-	}{
-		{[]string{"nothing"}, `{"result":null}`, nil},
-		{[]string{"echo", `{"s":"a<b"}`}, `{"result":{"s":"a<b"}}`, nil},
-		{[]string{"echo", `{}`}, `{"error":"Missing required parameter \"s\".","isError":true}`, nil},
-		{[]string{"echo", `[1]`}, `{"error":"Arguments must be a JSON object.","isError":true}`, nil},
-		{[]string{}, "", ErrUsage},
-	}
-	for _, tt := range tests {
-		o, err := CallTool(context.Background(), tools, tt.args)
-		if tt.err != nil {
-			if !errors.Is(err, tt.err) {
-				t.Errorf("%v: err %v", tt.args, err)
-			}
-			continue
-		}
-		got, _ := Compact(o)
-		if err != nil || got != tt.want {
-			t.Errorf("%v: got %s (%v), want %s", tt.args, got, err, tt.want)
-		}
-	}
-	if _, err := CallTool(context.Background(), tools, []string{"nope"}); err == nil {
-		t.Fatal("unknown tool accepted")
-	} else if s, _ := IsUserError(err); s != `Unknown tool "nope".` {
-		t.Fatalf("unknown tool: %q", s)
 	}
 }
