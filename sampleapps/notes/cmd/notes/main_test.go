@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "notes-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "notes")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func run(t *testing.T, env []string, args ...string) (int, map[string]any) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(strings.TrimSpace(stdout.String()), "\n") != 0 {
+		t.Fatalf("more than one line of output: %q", stdout.String())
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+		t.Fatalf("stdout %q is not one JSON object: %v (stderr %q)", stdout.String(), err, stderr.String())
+	}
+	return code, doc
+}
+
+func TestBinary(t *testing.T) {
+	data := t.TempDir()
+	d := []string{"--data", data}
+	steps := []struct {
+		name string
+		env  []string
+		args []string
+		code int
+		want func(map[string]any) bool
+	}{
+		{"seed", nil, append(d, "seed"), 0, func(m map[string]any) bool { return m["inserted"] == 5.0 }},
+		{"seed again via env", []string{"AGENTOS_APP_DATA=" + data}, []string{"seed"}, 0, func(m map[string]any) bool { return m["inserted"] == 0.0 && m["total"] == 5.0 }},
+		{"dump", nil, append(d, "dump"), 0, func(m map[string]any) bool { return m["total"] == 5.0 }},
+		{"tool", nil, append(d, "tool", "note_search", `{"query":"王总"}`), 0, func(m map[string]any) bool {
+			return m["result"].(map[string]any)["count"] == 1.0
+		}},
+		{"tool error", nil, append(d, "tool", "note_delete", `{"id":1}`), 1, func(m map[string]any) bool {
+			return m["isError"] == true && m["error"] == "Only notes in the trash can be deleted; move note 1 to the trash with note_trash first."
+		}},
+		{"raw_prompt", []string{"LANG=zh_CN.UTF-8"}, append(d, "raw_prompt", `{"note_id":1}`), 0, func(m map[string]any) bool {
+			p := m["prompt"].(string)
+			return strings.Contains(p, "Device language: zh-CN.") && strings.HasSuffix(p, "</note>")
+		}},
+		{"ask_agent without AgentOS", nil, append(d, "ask_agent", `{"note_id":1}`), 1, func(m map[string]any) bool {
+			return strings.Contains(m["error"].(string), "No AgentOS connection")
+		}},
+		{"reset", nil, append(d, "reset"), 0, func(m map[string]any) bool { return m["cleared"] == 5.0 }},
+		{"usage", nil, append(d, "frobnicate"), 2, func(m map[string]any) bool { return strings.HasPrefix(m["error"].(string), "usage:") }},
+		{"no data dir", []string{"AGENTOS_APP_DATA="}, []string{"dump"}, 2, func(m map[string]any) bool { return m["error"] != nil }},
+	}
+	for _, s := range steps {
+		code, doc := run(t, s.env, s.args...)
+		if code != s.code || !s.want(doc) {
+			t.Errorf("%s: exit %d (want %d), output %v", s.name, code, s.code, doc)
+		}
+	}
+}
+
+func TestDeviceLanguage(t *testing.T) {
+	for in, want := range map[string]string{"zh_CN.UTF-8": "zh-CN", "en_US": "en-US", "C": "en", "": "en", "de_DE@euro": "de-DE", "C.UTF-8": "en"} {
+		if got := deviceLanguage(in); got != want {
+			t.Errorf("deviceLanguage(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
