@@ -1,0 +1,65 @@
+package reports
+
+import (
+	"encoding/json"
+	"io"
+)
+
+// writeJSON writes results.json: two-space indented, fields in struct order,
+// HTML characters left as they are (the file is data, not markup).
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// upstreamDoc is the shape of the upstream device suites' result files
+// (spec §10: {checks:[{name, ok, detail}], passed, total}), so a run can be
+// compared line by line with an upstream result. Key names follow upstream.
+type upstreamDoc struct {
+	RunID                    string          `json:"run_id"`
+	Checks                   []upstreamCheck `json:"checks"`
+	Passed                   int             `json:"passed"`
+	Total                    int             `json:"total"`
+	InconclusiveScenarios    []string        `json:"inconclusive_scenarios"`
+	PersonTouchesPerScenario map[string]int  `json:"person_touches_per_scenario"`
+}
+
+type upstreamCheck struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// writeUpstream lists every named check of every scenario under its
+// upstream name, or "<scenario>/<check>" when it maps to none.
+func writeUpstream(w io.Writer, r *Run) error {
+	doc := upstreamDoc{
+		RunID:                    r.RunID,
+		Checks:                   []upstreamCheck{},
+		InconclusiveScenarios:    []string{},
+		PersonTouchesPerScenario: map[string]int{},
+	}
+	for i := range r.Scenarios {
+		s := &r.Scenarios[i]
+		for _, c := range s.Checks {
+			name := c.Upstream
+			if name == "" {
+				name = s.Name + "/" + c.Name
+			}
+			doc.Checks = append(doc.Checks, upstreamCheck{Name: name, OK: c.OK, Detail: c.Detail})
+			doc.Total++
+			if c.OK {
+				doc.Passed++
+			}
+		}
+		if s.Verdict == VerdictInconclusive {
+			doc.InconclusiveScenarios = append(doc.InconclusiveScenarios, s.Name)
+		}
+		if s.PersonTouches > 0 {
+			doc.PersonTouchesPerScenario[s.Name] = s.PersonTouches
+		}
+	}
+	return writeJSON(w, doc)
+}

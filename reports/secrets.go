@@ -1,0 +1,181 @@
+package reports
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// Secret is a value that must appear in no artifact and no report: the
+// model key, a pairing token, bundle-signing key material. Its value is never
+// printed: String, GoString and LogValue show the name only.
+type Secret struct {
+	Name  string
+	Value []byte
+}
+
+func (s Secret) String() string             { return "Secret(" + s.Name + ")" }
+func (s Secret) GoString() string           { return s.String() }
+func (s Secret) LogValue() slog.Value       { return slog.StringValue(s.String()) }
+func (s Secret) Format(f fmt.State, _ rune) { io.WriteString(f, s.String()) }
+
+// Leak is a secret found in a file. It names the secret, never its value.
+type Leak struct {
+	File string `json:"file"`
+	// Offset is the byte offset of the first occurrence.
+	Offset int64 `json:"offset"`
+	// Secret is the secret's name.
+	Secret string `json:"secret"`
+	// Count is how many times the secret occurs in the file (overlapping
+	// occurrences each count).
+	Count int `json:"count"`
+}
+
+func (l Leak) String() string {
+	return fmt.Sprintf("%s: secret %s at offset %d (%d occurrences)", l.File, l.Secret, l.Offset, l.Count)
+}
+
+// ErrEmptySecret reports a secret with an empty value, which would match
+// everywhere.
+var ErrEmptySecret = errors.New("secret has an empty value")
+
+// scanBufSize is how much of a file ScanForSecrets holds at once, besides
+// the carry-over from the previous read.
+const scanBufSize = 256 << 10
+
+// ScanForSecrets searches every regular file under paths (files, or
+// directories walked recursively without following symlinks) for an exact
+// occurrence of each secret's value. Files are streamed in bounded buffers;
+// an occurrence that straddles two reads is found all the same. It returns
+// one Leak per file and secret found, in path order, and an error for paths
+// it could not read (after scanning the rest).
+func ScanForSecrets(paths []string, secrets []Secret) ([]Leak, error) {
+	for _, s := range secrets {
+		if len(s.Value) == 0 {
+			return nil, fmt.Errorf("scan for secrets: %s: %w", s, ErrEmptySecret)
+		}
+	}
+	if len(secrets) == 0 {
+		return nil, nil
+	}
+	sc := newScanner(secrets)
+	var leaks []Leak
+	var errs []error
+	for _, root := range paths {
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				errs = append(errs, err)
+				if d != nil && d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			if !d.Type().IsRegular() {
+				return nil
+			}
+			found, err := sc.scanFile(p)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			leaks = append(leaks, found...)
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return leaks, fmt.Errorf("scan for secrets: %w", err)
+	}
+	return leaks, nil
+}
+
+type secretScanner struct {
+	secrets []Secret
+	maxLen  int
+	buf     []byte
+}
+
+func newScanner(secrets []Secret) *secretScanner {
+	sc := &secretScanner{secrets: secrets}
+	for _, s := range secrets {
+		sc.maxLen = max(sc.maxLen, len(s.Value))
+	}
+	// The buffer holds the carry-over (maxLen-1 bytes) plus one read.
+	sc.buf = make([]byte, sc.maxLen-1+scanBufSize)
+	return sc
+}
+
+func (sc *secretScanner) scanFile(p string) ([]Leak, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	leaks, err := sc.scan(f, p)
+	if err != nil {
+		return leaks, fmt.Errorf("read %s: %w", p, err)
+	}
+	return leaks, nil
+}
+
+// scan reads r to the end. After each read the window is the last maxLen-1
+// bytes of the previous window followed by the new bytes; a match counts
+// only if it ends inside the new bytes, so no match is counted twice and
+// none that straddles a read boundary is missed.
+func (sc *secretScanner) scan(r io.Reader, name string) ([]Leak, error) {
+	first := make([]int64, len(sc.secrets))
+	count := make([]int, len(sc.secrets))
+	keep := sc.maxLen - 1
+	carry := 0     // bytes carried over at the front of buf
+	var base int64 // file offset of buf[0]
+	var readErr error
+	for {
+		n, err := r.Read(sc.buf[carry : carry+scanBufSize])
+		if n > 0 {
+			window := sc.buf[:carry+n]
+			for i, s := range sc.secrets {
+				from := max(carry-len(s.Value)+1, 0)
+				for from <= len(window)-len(s.Value) {
+					j := bytes.Index(window[from:], s.Value)
+					if j < 0 {
+						break
+					}
+					at := from + j
+					if count[i] == 0 {
+						first[i] = base + int64(at)
+					}
+					count[i]++
+					from = at + 1
+				}
+			}
+			// Carry the tail that could start a match completed by the next read.
+			tail := min(keep, len(window))
+			copy(sc.buf, window[len(window)-tail:])
+			base += int64(len(window) - tail)
+			carry = tail
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			readErr = err
+			break
+		}
+	}
+	var leaks []Leak
+	for i, s := range sc.secrets {
+		if count[i] > 0 {
+			leaks = append(leaks, Leak{File: name, Offset: first[i], Secret: s.Name, Count: count[i]})
+		}
+	}
+	slices.SortStableFunc(leaks, func(a, b Leak) int { return cmp.Compare(a.Offset, b.Offset) })
+	return leaks, readErr
+}
