@@ -3,6 +3,7 @@ package apptool
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -293,3 +294,23 @@ func ParseClock(s string, allow24 bool) (int, bool) {
 
 // Clock formats minutes since midnight as HH:mm.
 func Clock(minutes int) string { return fmt.Sprintf("%02d:%02d", minutes/60, minutes%60) }
+
+// DeviceLocation returns the device's time zone with its IANA name when it
+// can be found ($TZ, then the /etc/localtime link), so results can say
+// "Asia/Shanghai" rather than "Local"; otherwise time.Local.
+func DeviceLocation() *time.Location {
+	name := os.Getenv("TZ")
+	if name == "" {
+		if target, err := os.Readlink("/etc/localtime"); err == nil {
+			if _, after, ok := strings.Cut(target, "zoneinfo/"); ok {
+				name = after
+			}
+		}
+	}
+	if name != "" && name != "Local" {
+		if loc, err := time.LoadLocation(strings.TrimPrefix(name, ":")); err == nil {
+			return loc
+		}
+	}
+	return time.Local
+}

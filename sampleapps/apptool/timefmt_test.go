@@ -155,3 +155,14 @@ func FuzzParseMoment(f *testing.F) {
 		}
 	})
 }
+
+func TestDeviceLocation(t *testing.T) {
+	t.Setenv("TZ", "Asia/Shanghai")
+	if got := DeviceLocation().String(); got != "Asia/Shanghai" {
+		t.Fatalf("TZ=Asia/Shanghai: %s", got)
+	}
+	t.Setenv("TZ", "Not/AZone")
+	if DeviceLocation() == nil {
+		t.Fatal("nil location")
+	}
+}
