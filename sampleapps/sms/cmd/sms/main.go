@@ -1,0 +1,62 @@
+// Command sms is the sample SMS app's binary:
+//
+//	sms [--data DIR] <command> [args]
+//
+// DIR defaults to $AGENTOS_APP_DATA. It prints one JSON document and exits
+// 0 (ok), 1 (the command failed) or 2 (usage). Commands: dump, reset, seed,
+// processed, tool <name> '<json>', inbox add <address> <text> [--at ISO],
+// set <key> <value>, instructions [set <text> | reset], raw_prompt '<json>',
+// ask_agent '<json>'.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/notes"
+	"github.com/agentoslab/agentlab/sampleapps/sms"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli().Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func cli() apptool.CLI {
+	return apptool.CLI{
+		Name:          sms.Plugin,
+		Open:          open,
+		DebugCommands: sms.DebugCommands,
+		// The provider SDK adds "serve" and "mcp" here.
+		Commands: map[string]apptool.Command{},
+	}
+}
+
+func open(ctx context.Context, dataDir string) (apptool.App, error) {
+	return sms.Open(ctx, dataDir, &sms.Options{
+		Language: deviceLanguage(os.Getenv("LANG")),
+		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Agent:    newAgent(),
+	})
+}
+
+// newAgent is where the caller SDK shell plugs in the AgentOS connection
+// for ask_agent. This build has none, so ask_agent says so.
+func newAgent() notes.Agent { return nil }
+
+// deviceLanguage turns a POSIX locale ("zh_CN.UTF-8") into a BCP 47 tag.
+func deviceLanguage(lang string) string {
+	lang, _, _ = strings.Cut(lang, ".")
+	lang, _, _ = strings.Cut(lang, "@")
+	if lang == "" || lang == "C" || lang == "POSIX" {
+		return "en"
+	}
+	return strings.ReplaceAll(lang, "_", "-")
+}
