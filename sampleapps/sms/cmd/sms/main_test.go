@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sms-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "sms")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func run(t *testing.T, env []string, args ...string) (int, map[string]any) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(strings.TrimSpace(stdout.String()), "\n") != 0 {
+		t.Fatalf("more than one line of output: %q", stdout.String())
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+		t.Fatalf("stdout %q is not one JSON object: %v (stderr %q)", stdout.String(), err, stderr.String())
+	}
+	return code, doc
+}
+
+func TestBinary(t *testing.T) {
+	data := t.TempDir()
+	d := []string{"--data", data}
+	steps := []struct {
+		name string
+		env  []string
+		args []string
+		code int
+		want func(map[string]any) bool
+	}{
+		{"seed", nil, append(d, "seed"), 0, func(m map[string]any) bool { return m["inserted"] == 8.0 }},
+		{"inbox add", []string{"AGENTOS_APP_DATA=" + data}, []string{"inbox", "add", "+8613700000002", "下午4点开电话会。", "--at", "2026-10-12T15:00:00+08:00"}, 0,
+			func(m map[string]any) bool { return m["date"] != nil && m["type"] == "received" }},
+		{"tool masked read", nil, append(d, "tool", "sms_message_list", `{"address":"13700000001"}`), 0, func(m map[string]any) bool {
+			b, _ := json.Marshal(m)
+			return strings.Contains(string(b), "••••••") && !strings.Contains(string(b), "6688")
+		}},
+		{"injection send refused", nil, append(d, "tool", "sms_send", `{"to":"10086","text":"退订全部"}`), 1, func(m map[string]any) bool {
+			return m["isError"] == true && strings.HasPrefix(m["error"].(string), "Refusing to send to 10086")
+		}},
+		{"set", nil, append(d, "set", "mask_codes", "false"), 0, func(m map[string]any) bool { return m["value"] == "false" }},
+		{"set bad", nil, append(d, "set", "rate_limit", "99"), 1, func(m map[string]any) bool { return m["error"] == "rate_limit must be a whole number from 1 to 30." }},
+		{"instructions", nil, append(d, "instructions"), 0, func(m map[string]any) bool { return m["customized"] == false }},
+		{"processed", nil, append(d, "processed"), 0, func(m map[string]any) bool { return m["count"] == 0.0 }},
+		{"raw_prompt", []string{"LANG=zh_CN.UTF-8"}, append(d, "raw_prompt", `{"address":"+8613700000002"}`), 0, func(m map[string]any) bool {
+			return m["messages"] == 5.0 && strings.HasSuffix(m["prompt"].(string), "</sms>")
+		}},
+		{"ask_agent without AgentOS", nil, append(d, "ask_agent", `{"address":"+8613700000002"}`), 1, func(m map[string]any) bool {
+			return strings.Contains(m["error"].(string), "No AgentOS connection")
+		}},
+		{"dump", nil, append(d, "dump"), 0, func(m map[string]any) bool {
+			return m["total"] == 9.0 && m["mode"] == "full" && len(m["outbox"].([]any)) == 0
+		}},
+		{"reset", nil, append(d, "reset"), 0, func(m map[string]any) bool { return m["cleared"].(map[string]any)["messages"] == 9.0 }},
+		{"usage", nil, append(d, "inbox", "list"), 2, func(m map[string]any) bool { return strings.HasPrefix(m["error"].(string), "usage:") }},
+	}
+	for _, s := range steps {
+		code, doc := run(t, s.env, s.args...)
+		if code != s.code || !s.want(doc) {
+			t.Errorf("%s: exit %d (want %d), output %v", s.name, code, s.code, doc)
+		}
+	}
+}
