@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/mattn/go-isatty"
 	"github.com/olekukonko/tablewriter"
@@ -116,7 +118,7 @@ func writeConsole(w io.Writer, r *Run, cs consoleSettings) error {
 		headColor = verdictColor[VerdictInconclusive]
 	}
 	fmt.Fprintf(w, "agentlab run %s: %s (exit %d)\n", r.RunID, cs.paint(headColor, headline(s)), s.ExitCode)
-	fmt.Fprintf(w, "%s; %d attempts, %d lost to lab faults; %d/%d checks passed\n\n",
+	fmt.Fprintf(w, "%s\n%d attempts, %d lost to lab faults; %d/%d checks passed\n\n",
 		countsLine(s), s.Attempts, s.LabFaultAttempts, s.ChecksPassed, s.Checks)
 
 	groups := groupByDevice(r)
@@ -126,16 +128,16 @@ func writeConsole(w io.Writer, r *Run, cs consoleSettings) error {
 		if g.Device != nil {
 			kind, api = string(g.Device.Kind), apiLevel(g.Device.APILevel)
 		}
-		devRows = append(devRows, []string{
-			g.Serial, kind, api,
-			strconv.Itoa(g.Counts[VerdictPass]), strconv.Itoa(g.Counts[VerdictFail]), strconv.Itoa(g.Counts[VerdictFlaky]),
-			strconv.Itoa(g.Counts[VerdictError]), strconv.Itoa(g.Counts[VerdictSkipped]), strconv.Itoa(g.Counts[VerdictInconclusive]),
-			healthWord(g.Device),
-		})
+		var results []string
+		for _, v := range Verdicts {
+			if n := g.Counts[v]; n > 0 {
+				results = append(results, cs.paint(verdictColor[v], strconv.Itoa(n)+" "+string(v)))
+			}
+		}
+		devRows = append(devRows, []string{g.Serial, kind, api, strings.Join(results, ", "), healthWord(g.Device)})
 	}
-	if err := consoleTable(w, cs.width,
-		[]string{"device", "kind", "api", "pass", "fail", "flaky", "error", "skip", "inconc", "state"},
-		devRows, []int{9, 0}); err != nil {
+	devCols := []column{{header: "device", shrink: 3}, {header: "kind", drop: 1}, {header: "api", drop: 2}, {header: "results", shrink: 2}, {header: "state", shrink: 1}}
+	if err := consoleTable(w, cs.width, devCols, devRows); err != nil {
 		return err
 	}
 
@@ -153,9 +155,9 @@ func writeConsole(w io.Writer, r *Run, cs consoleSettings) error {
 	}
 	if len(rows) > 0 {
 		io.WriteString(w, "\n")
-		if err := consoleTable(w, cs.width,
-			[]string{"verdict", "scenario", "device", "att", "duration", "reason"},
-			rows, []int{5, 1}); err != nil {
+		cols := []column{{header: "verdict"}, {header: "scenario", shrink: 3}, {header: "device", shrink: 2, drop: 3},
+			{header: "att", drop: 2}, {header: "duration", drop: 1}, {header: "reason", shrink: 1}}
+		if err := consoleTable(w, cs.width, cols, rows); err != nil {
 			return err
 		}
 	}
@@ -165,48 +167,118 @@ func writeConsole(w io.Writer, r *Run, cs consoleSettings) error {
 	return nil
 }
 
-// consoleTable renders one table no wider than width. When the natural
-// layout is too wide, the columns listed in flex (in order) give up width,
-// down to a floor, and their text wraps.
-func consoleTable(w io.Writer, width int, header []string, rows [][]string, flex []int) error {
-	const pad = 2    // one space either side of a cell
-	const floor = 12 // narrowest a flexible column gets
-	natural := make([]int, len(header))
-	for i, h := range header {
-		natural[i] = twwidth.Width(h) + pad
+// column describes one console table column.
+type column struct {
+	header string
+	// shrink > 0 lets the column wrap at word boundaries when the table is
+	// too wide; columns shrink in ascending order.
+	shrink int
+	// drop > 0 lets the column go when wrapping is not enough; columns go
+	// in ascending order.
+	drop int
+}
+
+// consoleTable renders one table no wider than width if it can: first the
+// shrinkable columns wrap, never narrower than their longest word (so no
+// text is cut), then droppable columns go. A table that still does not fit
+// is rendered anyway and the terminal wraps it.
+func consoleTable(w io.Writer, width int, cols []column, rows [][]string) error {
+	const pad = 2 // one space either side of a cell
+	n := len(cols)
+	natural := make([]int, n)
+	floor := make([]int, n)
+	for i, c := range cols {
+		natural[i] = twwidth.Width(c.header) + pad
+		floor[i] = max(natural[i], tw.MinimumColumnWidth+pad)
 	}
 	for _, row := range rows {
-		for i, c := range row {
-			natural[i] = max(natural[i], twwidth.Width(c)+pad)
+		for i, cell := range row {
+			natural[i] = max(natural[i], twwidth.Width(cell)+pad)
+			for _, word := range strings.Fields(cell) {
+				floor[i] = max(floor[i], twwidth.Width(word)+pad)
+			}
 		}
 	}
-	total := len(header) + 1 // borders
-	for _, n := range natural {
-		total += n
+	for i := range floor {
+		floor[i] = min(floor[i], natural[i])
 	}
-	widths := tw.NewMapper[int, int]()
-	for _, i := range flex {
-		if total <= width {
+	active := make([]bool, n)
+	for i := range active {
+		active[i] = true
+	}
+	// fit returns the widths of the active columns after shrinking, and
+	// whether they fit.
+	fit := func() ([]int, bool) {
+		widths := make([]int, n)
+		total := 1 // left border
+		for i := range cols {
+			if active[i] {
+				widths[i] = natural[i]
+				total += natural[i] + 1
+			}
+		}
+		for _, i := range byKey(cols, func(c column) int { return c.shrink }) {
+			if total <= width || !active[i] {
+				continue
+			}
+			give := min(total-width, widths[i]-floor[i])
+			widths[i] -= give
+			total -= give
+		}
+		return widths, total <= width
+	}
+	widths, ok := fit()
+	for _, i := range byKey(cols, func(c column) int { return c.drop }) {
+		if ok {
 			break
 		}
-		give := min(total-width, natural[i]-floor)
-		if give <= 0 {
+		active[i] = false
+		widths, ok = fit()
+	}
+
+	var header []string
+	perColumn := tw.NewMapper[int, int]()
+	for i, c := range cols {
+		if !active[i] {
 			continue
 		}
-		widths.Set(i, natural[i]-give)
-		total -= give
+		if widths[i] < natural[i] {
+			perColumn.Set(len(header), widths[i])
+		}
+		header = append(header, c.header)
+	}
+	body := make([][]string, len(rows))
+	for r, row := range rows {
+		for i, cell := range row {
+			if active[i] {
+				body[r] = append(body[r], cell)
+			}
+		}
 	}
 	opts := []tablewriter.Option{
 		tablewriter.WithRowAutoWrap(tw.WrapNormal),
 		tablewriter.WithTrimSpace(tw.Off),
 	}
-	if widths.Len() > 0 {
-		opts = append(opts, tablewriter.WithColumnWidths(widths))
+	if perColumn.Len() > 0 {
+		opts = append(opts, tablewriter.WithColumnWidths(perColumn))
 	}
 	t := tablewriter.NewTable(w, opts...)
 	t.Header(header)
-	if err := t.Bulk(rows); err != nil {
+	if err := t.Bulk(body); err != nil {
 		return err
 	}
 	return t.Render()
+}
+
+// byKey returns the indexes of the columns whose key is positive, in
+// ascending key order.
+func byKey(cols []column, key func(column) int) []int {
+	var idx []int
+	for i, c := range cols {
+		if key(c) > 0 {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return key(cols[a]) - key(cols[b]) })
+	return idx
 }

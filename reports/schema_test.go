@@ -47,8 +47,8 @@ func TestResultsMatchSchema(t *testing.T) {
 	}
 
 	breakers := []struct {
-		name  string
-		break_ func(m map[string]any)
+		name   string
+		mutate func(m map[string]any)
 	}{
 		{"unknown verdict", func(m map[string]any) { scenario(m, 0)["verdict"] = "maybe" }},
 		{"no run id", func(m map[string]any) { delete(m, "runId") }},
@@ -66,7 +66,7 @@ func TestResultsMatchSchema(t *testing.T) {
 	for _, b := range breakers {
 		t.Run(b.name, func(t *testing.T) {
 			m := asJSONValue(t, doc)
-			b.break_(m)
+			b.mutate(m)
 			if err := rs.Validate(m); err == nil {
 				t.Fatal("the schema accepted a broken document")
 			}

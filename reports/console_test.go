@@ -1,0 +1,96 @@
+package reports
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+)
+
+func consoleOut(t *testing.T, r *Run, o *ConsoleOptions) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WriteConsole(&buf, r, o); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+func widest(s string) int {
+	w := 0
+	for _, l := range strings.Split(s, "\n") {
+		w = max(w, twwidth.Width(l))
+	}
+	return w
+}
+
+// TestConsoleWidth: tables fit the width they are given, by wrapping long
+// columns at word boundaries and then dropping minor columns, and no word
+// of a name or reason is ever cut.
+func TestConsoleWidth(t *testing.T) {
+	t.Parallel()
+	r := sampleRun()
+	for _, width := range []int{60, 72, 80, 100, 160} {
+		out := consoleOut(t, r, &ConsoleOptions{Width: width, Color: ColorNever})
+		// The first lines are prose, not table; a terminal wraps them.
+		table := strings.SplitN(out, "\n", 4)[3]
+		if w := widest(table); w > width {
+			t.Errorf("width %d: a table line is %d cells wide:\n%s", width, w, out)
+		}
+		tokens := map[string]bool{}
+		for _, tok := range strings.Fields(strings.ReplaceAll(out, "│", " ")) {
+			tokens[tok] = true
+		}
+		for _, s := range r.Scenarios {
+			if s.Verdict == VerdictPass {
+				continue // not listed
+			}
+			for _, w := range append(strings.Fields(reasonOf(&s)), s.Name) {
+				if !tokens[w] {
+					t.Errorf("width %d: %q of %s was cut:\n%s", width, w, s.Name, out)
+				}
+			}
+		}
+	}
+}
+
+func TestConsoleListing(t *testing.T) {
+	t.Parallel()
+	out := consoleOut(t, sampleRun(), &ConsoleOptions{Color: ColorNever})
+	if strings.Contains(out, "unauthorized-pending") || !strings.Contains(out, "2 passing scenarios not listed") {
+		t.Errorf("default listing should hide passes:\n%s", out)
+	}
+	all := consoleOut(t, sampleRun(), &ConsoleOptions{Color: ColorNever, All: true})
+	if !strings.Contains(all, "unauthorized-pending") || strings.Contains(all, "not listed") {
+		t.Errorf("All should list passes:\n%s", all)
+	}
+	if i, j := strings.Index(out, "│ fail"), strings.Index(out, "│ skipped"); i < 0 || j < 0 || i > j {
+		t.Errorf("failures should come first:\n%s", out)
+	}
+}
+
+func TestConsoleColorOptions(t *testing.T) {
+	t.Parallel()
+	if out := consoleOut(t, sampleRun(), &ConsoleOptions{Color: ColorAlways}); !strings.Contains(out, "\x1b[1;31mfail\x1b[0m") {
+		t.Errorf("ColorAlways did not colour the failure:\n%s", out)
+	}
+	// A buffer is not a terminal: auto means no colour.
+	if out := consoleOut(t, sampleRun(), nil); strings.Contains(out, "\x1b[") {
+		t.Errorf("colour written to a non-terminal:\n%q", out)
+	}
+	// Nor is a file.
+	f, err := os.Create(t.TempDir() + "/console.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := Render(f, sampleRun(), FormatConsole); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(f.Name())
+	if bytes.Contains(data, []byte("\x1b[")) {
+		t.Error("colour written to a file")
+	}
+}
