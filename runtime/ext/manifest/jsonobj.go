@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"strconv"
 )
 
 // member is one key/value of a JSON object, in document order.
@@ -105,4 +106,81 @@ func stringMap(raw json.RawMessage) (map[string]string, bool) {
 		out[m.key] = s
 	}
 	return out, true
+}
+
+// MaxDepth is the deepest nesting of arrays and objects a manifest may
+// have; nothing in a manifest needs more, and the bound keeps validation
+// linear in the file's size.
+const MaxDepth = 64
+
+// scanStructure walks the whole document once, token by token, and
+// reports every object that repeats a key and nesting deeper than
+// MaxDepth (after which it stops). data must be valid JSON.
+func scanStructure(ps *problems, data []byte) {
+	type frame struct {
+		obj     bool
+		keys    map[string]bool
+		key     string // current key (objects)
+		idx     int    // current index (arrays)
+		wantKey bool
+	}
+	var stack []*frame
+	// path names the repeated key: the keys and indices of the enclosing
+	// frames, then the key itself.
+	path := func(last string) string {
+		parts := make([]string, 0, len(stack))
+		for _, f := range stack[:len(stack)-1] {
+			if f.obj {
+				parts = append(parts, f.key)
+			} else {
+				parts = append(parts, strconv.Itoa(f.idx))
+			}
+		}
+		return keyPath(append(parts, last)...)
+	}
+	// valueDone advances the enclosing frame after a complete value.
+	valueDone := func() {
+		if n := len(stack); n > 0 {
+			if f := stack[n-1]; f.obj {
+				f.wantKey = true
+			} else {
+				f.idx++
+			}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return // io.EOF, or invalid JSON already reported
+		}
+		if k, isKey := t.(string); isKey && len(stack) > 0 && stack[len(stack)-1].obj && stack[len(stack)-1].wantKey {
+			f := stack[len(stack)-1]
+			if f.keys[k] {
+				ps.add(Schema, path(k), "key appears more than once")
+			}
+			f.keys[k] = true
+			f.key = k
+			f.wantKey = false
+			continue
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			if len(stack) >= MaxDepth {
+				ps.add(Schema, "", "the document is nested more than %d levels deep", MaxDepth)
+				return
+			}
+			f := &frame{obj: t == json.Delim('{')}
+			if f.obj {
+				f.keys = map[string]bool{}
+				f.wantKey = true
+			}
+			stack = append(stack, f)
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			valueDone()
+		default:
+			valueDone()
+		}
+	}
 }

@@ -431,3 +431,37 @@ func FuzzParsePlugin(f *testing.F) {
 		}
 	})
 }
+
+// TestDeepNesting: nesting beyond MaxDepth is a problem, found in one
+// linear pass (a 256 KiB file of brackets must not stall discovery).
+func TestDeepNesting(t *testing.T) {
+	t.Parallel()
+	ok := `{` + minimal + `,"extensions":{"com.example":` + strings.Repeat(`{"a":`, MaxDepth-2) + "1" + strings.Repeat("}", MaxDepth-2) + `}}`
+	if _, ps := ParsePlugin([]byte(ok)); len(ps) != 0 {
+		t.Errorf("%d levels: %v", MaxDepth, ps)
+	}
+	deep := `{` + minimal + `,"extensions":{"com.example":` + strings.Repeat(`{"a":`, MaxDepth-1) + "1" + strings.Repeat("}", MaxDepth-1) + `}}`
+	_, ps := ParsePlugin([]byte(deep))
+	if len(ps) != 1 || ps[0].Code != Schema || !strings.Contains(ps[0].Message, "nested more than 64") {
+		t.Errorf("%d levels: %v", MaxDepth+1, ps)
+	}
+	n := (MaxJSONBytes - 200) / 2
+	huge := `{` + minimal + `,"keywords":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}`
+	if _, ps := ParsePlugin([]byte(huge)); len(ps) == 0 {
+		t.Error("a bracket bomb was accepted")
+	}
+	if _, ps := ParseMCP([]byte(`{"mcpServers":{"s":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}}`)); len(ps) == 0 {
+		t.Error("deep mcp.json accepted")
+	}
+}
+
+// BenchmarkParsePluginWorstCase parses a file at the size limit made of
+// nested brackets, the shape that used to be quadratic.
+func BenchmarkParsePluginWorstCase(b *testing.B) {
+	n := (MaxJSONBytes - 200) / 2
+	data := []byte(`{` + minimal + `,"keywords":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}`)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		ParsePlugin(data)
+	}
+}

@@ -59,7 +59,7 @@ func ParseMCP(data []byte) (*MCPConfig, []Problem) {
 		ps.add(Schema, "", "mcp.json must be a JSON object")
 		return nil, ps
 	}
-	checkDuplicates(&ps, data, "")
+	scanStructure(&ps, data)
 	for _, m := range top {
 		if m.key != "$schema" && m.key != "mcpServers" {
 			ps.add(Schema, keyPath(m.key), "unknown top-level key")

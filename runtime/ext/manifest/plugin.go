@@ -190,7 +190,7 @@ func ParsePlugin(data []byte) (*Plugin, []Problem) {
 		ps.add(Schema, "", "plugin.json must be a JSON object")
 		return nil, ps
 	}
-	checkDuplicates(&ps, data, "")
+	scanStructure(&ps, data)
 	p := &Plugin{}
 	for _, m := range top {
 		if !pluginKeys[m.key] {
@@ -256,24 +256,6 @@ func ParseImportedPlugin(data []byte) (*Plugin, []Problem) {
 			Message: "an imported plugin cannot declare app MCP servers"})
 	}
 	return p, ps
-}
-
-// checkDuplicates reports every object in the document that repeats a key.
-func checkDuplicates(ps *problems, raw json.RawMessage, path string) {
-	if ms, dup, ok := object(raw); ok {
-		if dup != "" {
-			ps.add(Schema, strings.TrimPrefix(path+"/"+keyPath(dup), "/"), "key appears more than once")
-		}
-		for _, m := range ms {
-			checkDuplicates(ps, m.val, strings.TrimPrefix(path+"/"+keyPath(m.key), "/"))
-		}
-		return
-	}
-	if elems, ok := array(raw); ok {
-		for i, e := range elems {
-			checkDuplicates(ps, e, strings.TrimPrefix(path+"/"+strconv.Itoa(i), "/"))
-		}
-	}
 }
 
 func readAuthor(ps *problems, v json.RawMessage) *Author {
