@@ -1,0 +1,62 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/agentoslab/agentlab/runtime/model"
+	"github.com/agentoslab/agentlab/runtime/store"
+)
+
+func TestFolder(t *testing.T) {
+	t.Parallel()
+	ev := func(typ string, body any) store.Event {
+		b, _ := json.Marshal(body)
+		return store.Event{Type: typ, Body: b}
+	}
+	evs := []store.Event{
+		ev(EvSessionCreated, SessionCreatedBody{}),
+		ev(EvTaskQueued, TaskQueuedBody{Text: "q1"}),
+		ev(EvTaskStarted, nil),
+		ev(EvThoughtDelta, TextBody{Text: "hmm"}),
+		ev(EvMessageDelta, TextBody{Text: "let me "}),
+		ev(EvMessageDelta, TextBody{Text: "check"}),
+		ev(EvToolCall, ToolCallBody{ToolCallID: "a", Name: "echo", Arguments: json.RawMessage(`{}`)}),
+		ev(EvToolCall, ToolCallBody{ToolCallID: "b", Name: "echo", Arguments: json.RawMessage(`{}`)}),
+		ev("consent.requested", map[string]string{}),
+		ev(EvToolDispatched, ToolRefBody{ToolCallID: "a"}),
+		ev(EvToolResult, ToolResultBody{ToolCallID: "a", Text: "ra"}),
+		ev(EvToolSettled, ToolSettledBody{ToolCallID: "a"}),
+		ev(EvTaskRecoveryRequired, TaskEndBody{}), // crashed before b answered
+		ev(EvTaskQueued, TaskQueuedBody{Text: "q2"}),
+		ev(EvMessageDelta, TextBody{Text: "answer"}),
+		ev(EvTaskCompleted, TaskEndBody{}),
+	}
+	var f folder
+	for _, e := range evs {
+		f.add(e)
+	}
+	var got []string
+	for _, m := range f.messages() {
+		s := string(m.Role) + ":" + m.Text
+		for _, c := range m.ToolCalls {
+			s += "+" + c.ID
+		}
+		if m.Role == model.RoleTool {
+			s = fmt.Sprintf("tool(%s,%v):%s", m.ToolCallID, m.IsError, m.Text)
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		"user:q1",
+		"assistant:let me check+a+b",
+		"tool(a,false):ra",
+		"tool(b,true):[agentos:tool_result_unknown] The tool call did not finish.",
+		"user:q2",
+		"assistant:answer",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("messages\n got %q\nwant %q", got, want)
+	}
+}
