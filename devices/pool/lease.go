@@ -228,6 +228,7 @@ func (p *Pool) Acquire(ctx context.Context, sel Selector) (*Lease, error) {
 			why[m.serial] = pr.String()
 		case fault:
 			why[m.serial] = pr.String()
+			m.rootFault = pr.check == "root"
 			p.faultLocked(m, "gate: "+pr.String())
 		}
 		p.mu.Unlock()

@@ -77,6 +77,10 @@ type Recovery struct {
 	RebootTimeout time.Duration
 	// NoReboot skips the reboot rung (for devices a reboot would lose).
 	NoReboot bool
+	// MaxRecoveries within FlapWindow quarantine a device that keeps
+	// failing after being recovered. Defaults 3 and 30 min.
+	MaxRecoveries int
+	FlapWindow    time.Duration
 }
 
 // Options configure a Pool. Only Sources is required.
@@ -115,6 +119,12 @@ func (o *Options) setDefaults() {
 	}
 	if o.Recovery.RebootTimeout <= 0 {
 		o.Recovery.RebootTimeout = 3 * time.Minute
+	}
+	if o.Recovery.MaxRecoveries <= 0 {
+		o.Recovery.MaxRecoveries = 3
+	}
+	if o.Recovery.FlapWindow <= 0 {
+		o.Recovery.FlapWindow = 30 * time.Minute
 	}
 	if o.MonitorInterval == 0 {
 		o.MonitorInterval = 2 * time.Second
@@ -156,6 +166,12 @@ type member struct {
 	adbState string
 	// recheckAt is when a device unhealthy for a condition is re-gated.
 	recheckAt time.Time
+	// rootFault is set when the device failed the gate's root check, so
+	// that recovery checks root too before calling it healthy.
+	rootFault bool
+	// recovered holds when the ladder last brought the device back, to
+	// spot a device that keeps failing (flapping).
+	recovered []time.Time
 }
 
 // Pool is the inventory. Create it with New, stop it with Close.

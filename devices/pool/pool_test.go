@@ -234,8 +234,9 @@ func TestHealthGate(t *testing.T) {
 				if gateEnd.To != wantFirst || !strings.Contains(gateEnd.Reason, tt.reason) {
 					t.Fatalf("gate ended %s %q; want %s with %q", gateEnd.To, gateEnd.Reason, wantFirst, tt.reason)
 				}
-				if tt.state == StateRecovering && (next == nil || next.To != StateRecovering) {
-					t.Fatalf("fault did not start recovery: next event %+v", next)
+				recovering := next != nil && next.To == StateRecovering
+				if (tt.state == StateRecovering) != recovering {
+					t.Fatalf("recovery started = %v after %s; next event %+v", recovering, tt.name, next)
 				}
 			})
 		})
@@ -352,6 +353,7 @@ func TestLeasedDeviceDies(t *testing.T) {
 		if s := stateOf(t, p, "a"); s.State != StateQuarantined {
 			t.Fatalf("releasing a lost lease changed the state to %s", s.State)
 		}
+		a.set(func(f *fakeDev) { f.state = "device" }) // an operator fixed it
 		if err := p.Unquarantine("a"); err != nil {
 			t.Fatal(err)
 		}
@@ -459,6 +461,44 @@ func TestEventsAreBounded(t *testing.T) {
 		cancel()
 		if _, ok := <-ch; ok {
 			t.Fatal("channel open after cancel")
+		}
+	})
+}
+
+// TestRootFaultDoesNotLoop: a device whose su is broken stays alive, so
+// only a recovery that checks root again can tell it is still broken; it
+// must end quarantined, not bounce between the gate and the ladder.
+func TestRootFaultDoesNotLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newFakeDev("a")
+		a.suOK = false
+		p := newTestPool(t, &fakeSource{devs: []*fakeDev{a}}, func(o *Options) { o.Recovery.NoReboot = true })
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		_, err := p.Acquire(ctx, Selector{NeedRoot: true})
+		if !errors.Is(err, ErrNoDevice) {
+			t.Fatalf("Acquire = %v", err)
+		}
+		if s := stateOf(t, p, "a"); s.State != StateQuarantined || !strings.Contains(s.Reason, "root: magisk root does not work") {
+			t.Fatalf("a = %s %q", s.State, s.Reason)
+		}
+	})
+}
+
+func TestFlappingDeviceIsQuarantined(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newFakeDev("a")
+		p := newTestPool(t, &fakeSource{devs: []*fakeDev{a}}, nil)
+		for i := 0; i < 4; i++ {
+			l, err := p.Acquire(context.Background(), Selector{})
+			if err != nil {
+				t.Fatalf("round %d: %v", i, err)
+			}
+			l.Release(DeviceFault("scenario saw adb drop"))
+			synctest.Wait()
+		}
+		if s := stateOf(t, p, "a"); s.State != StateQuarantined || !strings.HasPrefix(s.Reason, "flapping: recovered 3 times") {
+			t.Fatalf("a = %s %q", s.State, s.Reason)
 		}
 	})
 }

@@ -61,6 +61,15 @@ func (p *Pool) deviceOf(m *member) interface {
 // within rungs.
 func (p *Pool) recover(m *member, gen uint64, reason string) {
 	defer p.wg.Done()
+	p.mu.Lock()
+	if n := p.recentRecoveriesLocked(m); n >= p.opts.Recovery.MaxRecoveries {
+		if m.state == StateRecovering && m.gen == gen && !p.closed {
+			p.transitionLocked(m, StateQuarantined, fmt.Sprintf("flapping: recovered %d times in %s, failed again (%s)", n, p.opts.Recovery.FlapWindow, reason))
+		}
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
 	var failed []string
 	for _, r := range p.ladder(m) {
 		if p.ctx.Err() != nil {
@@ -93,6 +102,8 @@ func (p *Pool) recover(m *member, gen uint64, reason string) {
 				if infoErr == nil {
 					m.info, m.hasInfo = info, true
 				}
+				m.rootFault = false
+				m.recovered = append(m.recovered, time.Now())
 				p.transitionLocked(m, StateAvailable, "recovered by "+r.name)
 			}
 			p.mu.Unlock()
@@ -107,15 +118,32 @@ func (p *Pool) recover(m *member, gen uint64, reason string) {
 	}
 }
 
-// settle waits until m is alive, polling with backoff, or ctx ends.
+// recentRecoveriesLocked counts the ladder's successes within the flap
+// window, dropping older ones.
+func (p *Pool) recentRecoveriesLocked(m *member) int {
+	cut := time.Now().Add(-p.opts.Recovery.FlapWindow)
+	kept := m.recovered[:0]
+	for _, t := range m.recovered {
+		if t.After(cut) {
+			kept = append(kept, t)
+		}
+	}
+	m.recovered = kept
+	return len(kept)
+}
+
+// settle waits until m passes the gate's device checks (a condition such
+// as low battery is not the ladder's business and counts as settled),
+// root included when root was what failed; it polls with backoff until
+// ctx ends.
 func (p *Pool) settle(ctx context.Context, m *member) error {
 	wait := 100 * time.Millisecond
 	for {
 		p.mu.Lock()
-		d := m.dev
+		d, info, sel := m.dev, m.info, Selector{NeedRoot: m.rootFault}
 		p.mu.Unlock()
-		pr := p.alive(ctx, d)
-		if pr.v == pass {
+		pr := p.gate(ctx, d, info, sel)
+		if pr.v == pass || pr.v == condition {
 			return nil
 		}
 		t := time.NewTimer(wait)
