@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/catalog"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/ids"
 	"github.com/agentoslab/agentlab/runtime/store"
@@ -70,29 +70,11 @@ func sessionInfo(row store.Session) SessionInfo {
 // scopeOf reads a stored toolScope. Absent stays nil; a value that cannot
 // be read means no tools at all (fail closed, spec §2.4).
 func scopeOf(row store.Session) []ToolScopeEntry {
-	if row.ToolScope == nil {
-		return nil
-	}
-	var scope []ToolScopeEntry
-	if err := json.Unmarshal(row.ToolScope, &scope); err != nil || scope == nil {
-		return []ToolScopeEntry{}
-	}
-	for _, e := range scope {
-		if e.Plugin == "" || e.Tool == "" {
-			return []ToolScopeEntry{}
-		}
-	}
-	return scope
+	return catalog.ScopeAs[ToolScopeEntry](catalog.DecodeStoredScope(row.ToolScope))
 }
 
 // modeOf reads a stored mode; one that cannot be read means chat (spec §2.5).
-func modeOf(row store.Session) string {
-	m, err := parseMode(row.Mode)
-	if err != nil {
-		return modeChat
-	}
-	return m
-}
+func modeOf(row store.Session) string { return string(catalog.StoredMode(row.Mode)) }
 
 // owned returns the session row when c may use it. Foreign, deleted and
 // never-existing sessions are all reported the same way.
@@ -150,11 +132,9 @@ func (e *Engine) NewSession(ctx context.Context, c Caller, cwd string, scope []T
 	now := e.clock.Now()
 	row := store.Session{
 		ID: ids.NewAt(ids.Session, now), OwnerKey: c.OwnerKey(), CallerKind: string(c.Kind), CallerUID: c.UID,
-		Cwd: cwd, Mode: modeDefault, State: store.SessionOpen, CreatedAt: now, UpdatedAt: now,
+		Cwd: cwd, Mode: string(catalog.ModeDefault), State: store.SessionOpen, CreatedAt: now, UpdatedAt: now,
 	}
-	if scope != nil {
-		row.ToolScope, _ = json.Marshal(normalizeScope(scope))
-	}
+	row.ToolScope = catalog.EncodeStoredScope(catalog.ScopeOf(scope))
 	body, _ := json.Marshal(SessionCreatedBody{CallerKind: c.Kind})
 	created := store.Event{SessionID: row.ID, Seq: 1, Type: EvSessionCreated, Body: body, At: now}
 	if err := e.store.CreateSession(ctx, row, created); err != nil {
@@ -227,9 +207,7 @@ func (e *Engine) ForkSession(ctx context.Context, c Caller, source, cwd string, 
 		Cwd: cwd, Title: src.Title, Mode: modeOf(src), ModelID: src.ModelID, ForkedFrom: src.ID,
 		State: store.SessionOpen, CreatedAt: now, UpdatedAt: now,
 	}
-	if narrowed := narrowScope(scopeOf(src), scope); narrowed != nil {
-		row.ToolScope, _ = json.Marshal(narrowed)
-	}
+	row.ToolScope = catalog.EncodeStoredScope(catalog.Narrow(catalog.ScopeOf(scopeOf(src)), catalog.ScopeOf(scope)))
 	body, _ := json.Marshal(SessionCreatedBody{CallerKind: c.Kind, ForkedFrom: src.ID})
 	n, err := e.store.Fork(ctx, store.ForkSpec{
 		Source: src.ID, Session: row,
@@ -243,39 +221,6 @@ func (e *Engine) ForkSession(ctx context.Context, c Caller, source, cwd string, 
 	}
 	e.log.Info("session forked", "session", row.ID, "from", src.ID, "tasks", n)
 	return sessionInfo(row), nil
-}
-
-// narrowScope intersects two scopes; nil means "no toolScope".
-func narrowScope(have, want []ToolScopeEntry) []ToolScopeEntry {
-	switch {
-	case have == nil:
-		return normalizeScope(want)
-	case want == nil:
-		return normalizeScope(have)
-	}
-	out := []ToolScopeEntry{}
-	for _, w := range want {
-		if slices.Contains(have, w) {
-			out = append(out, w)
-		}
-	}
-	return normalizeScope(out)
-}
-
-// normalizeScope sorts a scope by plugin then tool and drops duplicates
-// (spec §2.4); nil stays nil.
-func normalizeScope(scope []ToolScopeEntry) []ToolScopeEntry {
-	if scope == nil {
-		return nil
-	}
-	out := slices.Clone(scope)
-	slices.SortFunc(out, func(a, b ToolScopeEntry) int {
-		if c := strings.Compare(a.Plugin, b.Plugin); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Tool, b.Tool)
-	})
-	return slices.Compact(out)
 }
 
 // stopSession marks the session closing, cancels its unfinished tasks and
@@ -354,10 +299,11 @@ func (e *Engine) CloseSession(ctx context.Context, c Caller, id string) error {
 
 // SetMode sets the mode of the session's next tasks.
 func (e *Engine) SetMode(ctx context.Context, c Caller, id, mode string) (SessionInfo, error) {
-	m, err := parseMode(mode)
+	parsed, err := catalog.ParseMode(mode)
 	if err != nil {
-		return SessionInfo{}, errcode.New(errcode.InvalidParams, "unknown mode")
+		return SessionInfo{}, err
 	}
+	m := string(parsed)
 	row, err := e.owned(ctx, c, id)
 	if err != nil {
 		return SessionInfo{}, err
