@@ -123,7 +123,8 @@ func (c *conn) reverse(st *stream, req string) {
 			fmt.Fprintf(&sb, "host-%d %s %s\n", c.id, r.local, r.remote)
 		}
 		c.mu.Unlock()
-		st.Write(fmt.Appendf([]byte("OKAY"), "%04x%s", sb.Len(), sb.String()))
+		// adbd sends the list without a status (the server sent the OKAY).
+		st.Write(fmt.Appendf(nil, "%04x%s", sb.Len(), sb.String()))
 	case req == "killforward-all":
 		c.mu.Lock()
 		revs := c.reverses
@@ -243,6 +244,7 @@ func (c *conn) acceptReverse(r *reverse) {
 			defer cancel()
 			st, err := c.openToHost(ctx, remote)
 			if err != nil {
+				c.s.log.Debug("reverse connection refused by host", "conn", c.id, "err", err)
 				sock.Close()
 				return
 			}
