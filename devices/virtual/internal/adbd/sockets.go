@@ -252,4 +252,3 @@ func (c *conn) acceptReverse(r *reverse) {
 		}()
 	}
 }
-

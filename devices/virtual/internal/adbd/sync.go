@@ -4,8 +4,8 @@ package adbd
 
 import (
 	"bufio"
-	"encoding/binary"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"

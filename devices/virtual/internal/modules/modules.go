@@ -584,7 +584,7 @@ func (m *Manager) stageScripts(stage string) []script {
 		p := filepath.Join(mod.Dir, stage+".sh")
 		if exists(p) {
 			out = append(out, script{name: mod.ID + "/" + stage + ".sh",
-				args: append(append([]string{}, m.Shell...), p), env: m.scriptEnv("MODDIR="+mod.Dir)})
+				args: append(append([]string{}, m.Shell...), p), env: m.scriptEnv("MODDIR=" + mod.Dir)})
 		}
 	}
 	return out
