@@ -297,7 +297,8 @@ func (e *Engine) CloseSession(ctx context.Context, c Caller, id string) error {
 	return nil
 }
 
-// SetMode sets the mode of the session's next tasks.
+// SetMode sets the mode of the session's next tasks. A mode can only
+// narrow (spec §2.2); the owner's own UI (SELF) may also widen it.
 func (e *Engine) SetMode(ctx context.Context, c Caller, id, mode string) (SessionInfo, error) {
 	parsed, err := catalog.ParseMode(mode)
 	if err != nil {
@@ -307,6 +308,10 @@ func (e *Engine) SetMode(ctx context.Context, c Caller, id, mode string) (Sessio
 	row, err := e.owned(ctx, c, id)
 	if err != nil {
 		return SessionInfo{}, err
+	}
+	if !c.SeesAll() && !catalog.Narrows(catalog.StoredMode(row.Mode), parsed) {
+		return SessionInfo{}, errcode.New(errcode.InvalidParams,
+			"a session's mode can only be narrowed (default, then read_only, then chat)")
 	}
 	if err := e.store.UpdateSession(ctx, id, store.SessionChange{Mode: &m}); err != nil {
 		return SessionInfo{}, e.storeErr(err)
