@@ -472,6 +472,7 @@ func TestQueueLimitAndFIFO(t *testing.T) {
 	h.model.Push(enginetest.Reply{Hold: true})
 	id := h.session(desktop, nil)
 	first := h.submit(desktop, id, "hold")
+	waitFor(t, func() bool { return len(h.model.Requests()) == 1 })
 	var queued []*engine.Turn
 	for i := range 16 {
 		queued = append(queued, h.submit(desktop, id, fmt.Sprint("q", i)))
@@ -491,7 +492,7 @@ func TestQueueLimitAndFIFO(t *testing.T) {
 			t.Fatalf("queued task %q", stop)
 		}
 	}
-	if n := len(h.model.Requests()); n > 1 {
+	if n := len(h.model.Requests()); n != 1 {
 		t.Fatalf("cancelled queued tasks reached the model: %d requests", n)
 	}
 	// After the queue drained, prompts run in submission order.
