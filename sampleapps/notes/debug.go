@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/apptool/appdb"
 )
 
 // DebugCommands are the commands Debug answers (the app binary's
@@ -137,23 +138,31 @@ func (a *App) seed(ctx context.Context) (any, error) {
 		Title string `json:"title"`
 	}
 	out := []seeded{}
-	inserted := 0
-	for _, s := range SeedNotes {
-		var id int64
-		err := a.db.QueryRowContext(ctx, `SELECT id FROM notes WHERE title = ? AND content = ? ORDER BY id LIMIT 1`, s.Title, s.Content).Scan(&id)
-		if err != nil {
-			n, err := a.insertNote(ctx, note{Title: s.Title, Content: s.Content, Tags: s.Tags, Pinned: s.Pinned})
-			if err != nil {
-				return nil, err
+	inserted, total := 0, 0
+	err := appdb.Tx(ctx, a.db, func(q appdb.Querier) error {
+		for _, s := range SeedNotes {
+			var id int64
+			err := q.QueryRowContext(ctx, `SELECT id FROM notes WHERE title = ? AND content = ? ORDER BY id LIMIT 1`, s.Title, s.Content).Scan(&id)
+			switch {
+			case appdb.IsNoRows(err):
+				n, err := a.insertNote(ctx, q, note{Title: s.Title, Content: s.Content, Tags: s.Tags, Pinned: s.Pinned})
+				if err != nil {
+					return err
+				}
+				id = n.ID
+				inserted++
+			case err != nil:
+				return fmt.Errorf("seed: %w", err)
 			}
-			id = n.ID
-			inserted++
+			out = append(out, seeded{id, s.Title})
 		}
-		out = append(out, seeded{id, s.Title})
-	}
-	var total int
-	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM notes`).Scan(&total); err != nil {
-		return nil, fmt.Errorf("seed: %w", err)
+		if err := q.QueryRowContext(ctx, `SELECT count(*) FROM notes`).Scan(&total); err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return map[string]any{"inserted": inserted, "total": total, "notes": out}, nil
 }
@@ -188,7 +197,7 @@ func (a *App) askInput(ctx context.Context, args *apptool.Args) (askInput, error
 		in.Text = text
 		return in, nil
 	}
-	n, err := a.load(ctx, id)
+	n, err := a.load(ctx, a.db, id)
 	if err != nil {
 		return in, err
 	}

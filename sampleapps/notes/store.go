@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/runtime/sqlitedb"
+	"github.com/agentoslab/agentlab/sampleapps/apptool/appdb"
 )
 
 var migrations = []sqlitedb.Migration{{Version: 1, SQL: `
@@ -75,8 +76,8 @@ func encodeTags(tags []string) string {
 // errNoNote is returned by getNote for an unknown id.
 var errNoNote = errors.New("no such note")
 
-func (a *App) getNote(ctx context.Context, id int64) (note, error) {
-	n, err := scanNote(a.db.QueryRowContext(ctx, `SELECT `+noteColumns+` FROM notes WHERE id = ?`, id))
+func (a *App) getNote(ctx context.Context, q appdb.Querier, id int64) (note, error) {
+	n, err := scanNote(q.QueryRowContext(ctx, `SELECT `+noteColumns+` FROM notes WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return note{}, errNoNote
 	}
@@ -86,7 +87,7 @@ func (a *App) getNote(ctx context.Context, id int64) (note, error) {
 	return n, nil
 }
 
-func (a *App) insertNote(ctx context.Context, n note) (note, error) {
+func (a *App) insertNote(ctx context.Context, q appdb.Querier, n note) (note, error) {
 	now := a.clock()
 	n.CreatedAt, n.UpdatedAt = now, now
 	if n.Color == "" {
@@ -95,7 +96,7 @@ func (a *App) insertNote(ctx context.Context, n note) (note, error) {
 	if n.Tags == nil {
 		n.Tags = []string{}
 	}
-	res, err := a.db.ExecContext(ctx, `INSERT INTO notes (title, content, tags, color, pinned, archived, trashed, created_at, updated_at)
+	res, err := q.ExecContext(ctx, `INSERT INTO notes (title, content, tags, color, pinned, archived, trashed, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		n.Title, n.Content, encodeTags(n.Tags), n.Color, n.Pinned, n.Archived, n.Trashed, now.UnixMilli(), now.UnixMilli())
 	if err != nil {
@@ -109,9 +110,9 @@ func (a *App) insertNote(ctx context.Context, n note) (note, error) {
 }
 
 // saveNote writes every field of n and stamps updated_at.
-func (a *App) saveNote(ctx context.Context, n note) (note, error) {
+func (a *App) saveNote(ctx context.Context, q appdb.Querier, n note) (note, error) {
 	n.UpdatedAt = a.clock()
-	_, err := a.db.ExecContext(ctx, `UPDATE notes SET title = ?, content = ?, tags = ?, color = ?, pinned = ?, archived = ?, trashed = ?, updated_at = ? WHERE id = ?`,
+	_, err := q.ExecContext(ctx, `UPDATE notes SET title = ?, content = ?, tags = ?, color = ?, pinned = ?, archived = ?, trashed = ?, updated_at = ? WHERE id = ?`,
 		n.Title, n.Content, encodeTags(n.Tags), n.Color, n.Pinned, n.Archived, n.Trashed, n.UpdatedAt.UnixMilli(), n.ID)
 	if err != nil {
 		return note{}, fmt.Errorf("save note %d: %w", n.ID, err)
@@ -119,8 +120,8 @@ func (a *App) saveNote(ctx context.Context, n note) (note, error) {
 	return n, nil
 }
 
-func (a *App) deleteNote(ctx context.Context, id int64) error {
-	if _, err := a.db.ExecContext(ctx, `DELETE FROM notes WHERE id = ?`, id); err != nil {
+func (a *App) deleteNote(ctx context.Context, q appdb.Querier, id int64) error {
+	if _, err := q.ExecContext(ctx, `DELETE FROM notes WHERE id = ?`, id); err != nil {
 		return fmt.Errorf("delete note %d: %w", id, err)
 	}
 	return nil

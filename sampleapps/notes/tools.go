@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/apptool/appdb"
 )
 
 // Limits of the note tools.
@@ -38,9 +39,7 @@ var Colors = []string{"default", "red", "orange", "yellow", "green", "teal", "bl
 // destroy a note in one step.
 const DeleteNotTrashed = "Only notes in the trash can be deleted; move note %d to the trash with note_trash first."
 
-const timeLayout = "2006-01-02T15:04:05-07:00"
-
-func (a *App) fmtTime(t time.Time) string { return t.In(a.loc).Format(timeLayout) }
+func (a *App) fmtTime(t time.Time) string { return apptool.ISO(t, a.loc) }
 
 // noteSummary is a note without its full content.
 type noteSummary struct {
@@ -104,11 +103,13 @@ func schema(props string, required ...string) json.RawMessage {
 	return json.RawMessage(`{"type":"object","properties":{` + props + `},"required":` + string(req) + `,"additionalProperties":false}`)
 }
 
+// Annotation sets, every hint explicit (as the alarm app does); only the
+// spec's listed hints are true, and openWorldHint is false (local data).
 var (
-	readOnly    = apptool.Annotations{ReadOnlyHint: apptool.Bool(true)}
-	write       = apptool.Annotations{ReadOnlyHint: apptool.Bool(false), DestructiveHint: apptool.Bool(false), IdempotentHint: apptool.Bool(false)}
-	idempotent  = apptool.Annotations{ReadOnlyHint: apptool.Bool(false), DestructiveHint: apptool.Bool(false), IdempotentHint: apptool.Bool(true)}
-	destructive = apptool.Annotations{ReadOnlyHint: apptool.Bool(false), DestructiveHint: apptool.Bool(true), IdempotentHint: apptool.Bool(false)}
+	readOnly    = apptool.Annotations{ReadOnlyHint: apptool.Bool(true), DestructiveHint: apptool.Bool(false), IdempotentHint: apptool.Bool(false), OpenWorldHint: apptool.Bool(false)}
+	write       = apptool.Annotations{ReadOnlyHint: apptool.Bool(false), DestructiveHint: apptool.Bool(false), IdempotentHint: apptool.Bool(false), OpenWorldHint: apptool.Bool(false)}
+	idempotent  = apptool.Annotations{ReadOnlyHint: apptool.Bool(false), DestructiveHint: apptool.Bool(false), IdempotentHint: apptool.Bool(true), OpenWorldHint: apptool.Bool(false)}
+	destructive = apptool.Annotations{ReadOnlyHint: apptool.Bool(false), DestructiveHint: apptool.Bool(true), IdempotentHint: apptool.Bool(false), OpenWorldHint: apptool.Bool(false)}
 )
 
 func withTitle(an apptool.Annotations, title string) apptool.Annotations {
@@ -247,8 +248,8 @@ func readColor(args *apptool.Args) (string, bool) {
 func noNote(id int64) error { return apptool.Errorf("No note with id %d.", id) }
 
 // load returns the note or the user sentence for an unknown id.
-func (a *App) load(ctx context.Context, id int64) (note, error) {
-	n, err := a.getNote(ctx, id)
+func (a *App) load(ctx context.Context, q appdb.Querier, id int64) (note, error) {
+	n, err := a.getNote(ctx, q, id)
 	if errors.Is(err, errNoNote) {
 		return note{}, noNote(id)
 	}
@@ -288,18 +289,21 @@ func (a *App) noteList(ctx context.Context, raw json.RawMessage) (any, error) {
 	for _, n := range notes {
 		out = append(out, a.summary(n))
 	}
-	var next *int64
-	if end := offset + int64(len(out)); end < total {
-		next = &end
+	page := func(k int) any {
+		var next *int64
+		if end := offset + int64(k); end < total {
+			next = &end
+		}
+		return struct {
+			Total      int64         `json:"total"`
+			Offset     int64         `json:"offset"`
+			Limit      int64         `json:"limit"`
+			HasMore    bool          `json:"has_more"`
+			NextOffset *int64        `json:"next_offset"`
+			Notes      []noteSummary `json:"notes"`
+		}{total, offset, limit, next != nil, next, out[:k]}
 	}
-	return struct {
-		Total      int64         `json:"total"`
-		Offset     int64         `json:"offset"`
-		Limit      int64         `json:"limit"`
-		HasMore    bool          `json:"has_more"`
-		NextOffset *int64        `json:"next_offset"`
-		Notes      []noteSummary `json:"notes"`
-	}{total, offset, limit, next != nil, next, out}, nil
+	return page(apptool.Fit(len(out), page)), nil
 }
 
 func (a *App) noteGet(ctx context.Context, raw json.RawMessage) (any, error) {
@@ -317,7 +321,7 @@ func (a *App) noteGet(ctx context.Context, raw json.RawMessage) (any, error) {
 	if err := args.Err(); err != nil {
 		return nil, err
 	}
-	n, err := a.load(ctx, id)
+	n, err := a.load(ctx, a.db, id)
 	if err != nil {
 		return nil, err
 	}
@@ -325,17 +329,26 @@ func (a *App) noteGet(ctx context.Context, raw json.RawMessage) (any, error) {
 	if offset > len(content) {
 		return nil, apptool.Errorf("Offset %d is past the end of note %d (%d characters).", offset, id, len(content))
 	}
-	end := min(offset+int(size), len(content))
-	var next *int
-	if end < len(content) {
-		next = &end
+	chunk := func(k int) any {
+		end := offset + k
+		var next *int
+		if end < len(content) {
+			next = &end
+		}
+		return noteChunk{
+			ID: n.ID, Title: n.Title, Content: string(content[offset:end]), Tags: n.Tags, Color: n.Color,
+			Pinned: n.Pinned, Archived: n.Archived, Trashed: n.Trashed,
+			CreatedAt: a.fmtTime(n.CreatedAt), UpdatedAt: a.fmtTime(n.UpdatedAt),
+			ContentChars: len(content), Offset: offset, NextOffset: next,
+		}
 	}
-	return noteChunk{
-		ID: n.ID, Title: n.Title, Content: string(content[offset:end]), Tags: n.Tags, Color: n.Color,
-		Pinned: n.Pinned, Archived: n.Archived, Trashed: n.Trashed,
-		CreatedAt: a.fmtTime(n.CreatedAt), UpdatedAt: a.fmtTime(n.UpdatedAt),
-		ContentChars: len(content), Offset: offset, NextOffset: next,
-	}, nil
+	// A chunk of wide characters can outgrow the plugin channel before
+	// max_chars: then it ends earlier and next_offset says where.
+	k := apptool.Fit(min(int(size), len(content)-offset), chunk)
+	if k == 0 && offset < len(content) {
+		k = 1
+	}
+	return chunk(k), nil
 }
 
 func (a *App) noteCreate(ctx context.Context, raw json.RawMessage) (any, error) {
@@ -353,7 +366,7 @@ func (a *App) noteCreate(ctx context.Context, raw json.RawMessage) (any, error) 
 	if err := args.Err(); err != nil {
 		return nil, err
 	}
-	n, err = a.insertNote(ctx, n)
+	n, err = a.insertNote(ctx, a.db, n)
 	if err != nil {
 		return nil, err
 	}
@@ -382,37 +395,63 @@ func (a *App) noteUpdate(ctx context.Context, raw json.RawMessage) (any, error) 
 	if err := args.Err(); err != nil {
 		return nil, err
 	}
-	n, err := a.load(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if n.Trashed {
-		return nil, apptool.Errorf("Note %d is in the trash; restore it with note_restore before editing it.", id)
-	}
-	if hasTitle {
-		n.Title = strings.TrimSpace(title)
-	}
-	if hasContent {
-		n.Content = content
-	}
-	if hasTags {
-		n.Tags = tags
-	}
-	if hasColor {
-		n.Color = color
-	}
-	if hasPinned {
-		n.Pinned = pinned
-	}
-	if hasArchived {
-		n.Archived = archived
-	}
-	n, err = a.saveNote(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	return a.summary(n), nil
+	return a.edit(ctx, id, func(n *note) error {
+		if n.Trashed {
+			return apptool.Errorf("Note %d is in the trash; restore it with note_restore before editing it.", id)
+		}
+		if hasTitle {
+			n.Title = strings.TrimSpace(title)
+		}
+		if hasContent {
+			n.Content = content
+		}
+		if hasTags {
+			n.Tags = tags
+		}
+		if hasColor {
+			n.Color = color
+		}
+		if hasPinned {
+			n.Pinned = pinned
+		}
+		if hasArchived {
+			n.Archived = archived
+		}
+		return nil
+	})
 }
+
+// edit loads note id, lets change modify it (or refuse with an error) and
+// saves it, in one write transaction so edits from the MCP server and the
+// debug command line never interleave. A nil change result with
+// errUnchanged leaves the note as it was.
+func (a *App) edit(ctx context.Context, id int64, change func(n *note) error) (any, error) {
+	var out noteSummary
+	err := appdb.Tx(ctx, a.db, func(q appdb.Querier) error {
+		n, err := a.load(ctx, q, id)
+		if err != nil {
+			return err
+		}
+		if err := change(&n); errors.Is(err, errUnchanged) {
+			out = a.summary(n)
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if n, err = a.saveNote(ctx, q, n); err != nil {
+			return err
+		}
+		out = a.summary(n)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// errUnchanged tells edit that the note needs no write.
+var errUnchanged = errors.New("unchanged")
 
 func (a *App) noteAppend(ctx context.Context, raw json.RawMessage) (any, error) {
 	args, err := parse(raw)
@@ -429,26 +468,20 @@ func (a *App) noteAppend(ctx context.Context, raw json.RawMessage) (any, error) 
 	if err := args.Err(); err != nil {
 		return nil, err
 	}
-	n, err := a.load(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if n.Trashed {
-		return nil, apptool.Errorf("Note %d is in the trash; restore it with note_restore before editing it.", id)
-	}
-	joined := text
-	if n.Content != "" {
-		joined = n.Content + sep + text
-	}
-	if c := utf8.RuneCountInString(joined); c > MaxContent {
-		return nil, apptool.Errorf("Note %d would be too long (%d characters; the limit is %d).", id, c, MaxContent)
-	}
-	n.Content = joined
-	n, err = a.saveNote(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	return a.summary(n), nil
+	return a.edit(ctx, id, func(n *note) error {
+		if n.Trashed {
+			return apptool.Errorf("Note %d is in the trash; restore it with note_restore before editing it.", id)
+		}
+		joined := text
+		if n.Content != "" {
+			joined = n.Content + sep + text
+		}
+		if c := utf8.RuneCountInString(joined); c > MaxContent {
+			return apptool.Errorf("Note %d would be too long (%d characters; the limit is %d).", id, c, MaxContent)
+		}
+		n.Content = joined
+		return nil
+	})
 }
 
 type searchHit struct {
@@ -516,12 +549,15 @@ func (a *App) noteSearch(ctx context.Context, raw json.RawMessage) (any, error) 
 			Tags: n.Tags, Pinned: n.Pinned, Archived: n.Archived, Trashed: n.Trashed, UpdatedAt: a.fmtTime(n.UpdatedAt),
 		})
 	}
-	return struct {
-		Query   string      `json:"query"`
-		Count   int         `json:"count"`
-		Total   int         `json:"total"`
-		Results []searchHit `json:"results"`
-	}{query, len(hits), total, hits}, nil
+	page := func(k int) any {
+		return struct {
+			Query   string      `json:"query"`
+			Count   int         `json:"count"`
+			Total   int         `json:"total"`
+			Results []searchHit `json:"results"`
+		}{query, k, total, hits[:k]}
+	}
+	return page(apptool.Fit(len(hits), page)), nil
 }
 
 func containsStr(list []string, s string) bool {
@@ -591,18 +627,13 @@ func (a *App) noteTrash(ctx context.Context, raw json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := a.load(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if n.Trashed {
-		return nil, apptool.Errorf("Note %d is already in the trash.", id)
-	}
-	n.Trashed = true
-	if n, err = a.saveNote(ctx, n); err != nil {
-		return nil, err
-	}
-	return a.summary(n), nil
+	return a.edit(ctx, id, func(n *note) error {
+		if n.Trashed {
+			return apptool.Errorf("Note %d is already in the trash.", id)
+		}
+		n.Trashed = true
+		return nil
+	})
 }
 
 func (a *App) noteRestore(ctx context.Context, raw json.RawMessage) (any, error) {
@@ -610,17 +641,13 @@ func (a *App) noteRestore(ctx context.Context, raw json.RawMessage) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	n, err := a.load(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if n.Trashed {
-		n.Trashed = false
-		if n, err = a.saveNote(ctx, n); err != nil {
-			return nil, err
+	return a.edit(ctx, id, func(n *note) error {
+		if !n.Trashed {
+			return errUnchanged // restoring is idempotent
 		}
-	}
-	return a.summary(n), nil
+		n.Trashed = false
+		return nil
+	})
 }
 
 func (a *App) noteDelete(ctx context.Context, raw json.RawMessage) (any, error) {
@@ -628,20 +655,25 @@ func (a *App) noteDelete(ctx context.Context, raw json.RawMessage) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	n, err := a.load(ctx, id)
+	var gone note
+	err = appdb.Tx(ctx, a.db, func(q appdb.Querier) error {
+		n, err := a.load(ctx, q, id)
+		if err != nil {
+			return err
+		}
+		if !n.Trashed {
+			return apptool.Errorf(DeleteNotTrashed, id)
+		}
+		gone = n
+		return a.deleteNote(ctx, q, id)
+	})
 	if err != nil {
-		return nil, err
-	}
-	if !n.Trashed {
-		return nil, apptool.Errorf(DeleteNotTrashed, id)
-	}
-	if err := a.deleteNote(ctx, id); err != nil {
 		return nil, err
 	}
 	return struct {
 		Deleted bool        `json:"deleted"`
 		Note    noteSummary `json:"note"`
-	}{true, a.summary(n)}, nil
+	}{true, a.summary(gone)}, nil
 }
 
 type tagCount struct {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentoslab/agentlab/sampleapps/apptool"
 )
 
 func TestToolCatalog(t *testing.T) {
@@ -358,5 +360,31 @@ func TestTimesFollowZone(t *testing.T) {
 				t.Errorf("after DST: %v", g["updated_at"])
 			}
 		}
+	}
+}
+
+// Results must fit the plugin channel (65,536 chars) even with wide
+// characters: chunks and pages end early and say where to go on.
+func TestResultsFitTheWire(t *testing.T) {
+	t.Parallel()
+	a, _ := newApp(t, time.UTC, nil)
+	wide := strings.Repeat("备", 20000)
+	mustCall(t, a, "note_create", `{"content":"`+wide+`"}`)
+	g := mustCall(t, a, "note_get", `{"id":1,"max_chars":20000}`)
+	n := len([]rune(g["content"].(string)))
+	if n == 0 || n >= 20000 || g["next_offset"] != float64(n) || apptool.WireCost(g) > apptool.MaxWireChars {
+		t.Errorf("chunk of %d runes, next_offset %v", n, g["next_offset"])
+	}
+	for range 199 {
+		mustCall(t, a, "note_create", `{"title":"`+strings.Repeat("标", 200)+`","content":"`+strings.Repeat("备", 300)+`"}`)
+	}
+	l := mustCall(t, a, "note_list", `{"limit":200}`)
+	got := len(l["notes"].([]any))
+	if got == 0 || got == 200 || l["next_offset"] != float64(got) || l["has_more"] != true || apptool.WireCost(l) > apptool.MaxWireChars {
+		t.Errorf("page of %d, next_offset %v", got, l["next_offset"])
+	}
+	s := mustCall(t, a, "note_search", `{"query":"备","limit":100}`)
+	if c := s["count"].(float64); c == 0 || c == 100 || s["total"] != 200.0 || apptool.WireCost(s) > apptool.MaxWireChars {
+		t.Errorf("search count %v total %v", c, s["total"])
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/apptool/appdb"
 	"github.com/agentoslab/agentlab/sampleapps/notes"
 )
 
@@ -170,21 +171,19 @@ func (a *App) dump(ctx context.Context) (*Dump, error) {
 
 func (a *App) reset(ctx context.Context) (any, error) {
 	cleared := map[string]int64{}
-	tx, err := a.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("reset: %w", err)
-	}
-	defer tx.Rollback()
-	for _, table := range []string{"messages", "outbox", "drafts", "processed", "settings"} {
-		res, err := tx.ExecContext(ctx, `DELETE FROM `+table)
-		if err != nil {
-			return nil, fmt.Errorf("reset %s: %w", table, err)
+	err := appdb.Tx(ctx, a.db, func(q appdb.Querier) error {
+		for _, table := range []string{"messages", "outbox", "drafts", "processed", "settings"} {
+			res, err := q.ExecContext(ctx, `DELETE FROM `+table)
+			if err != nil {
+				return fmt.Errorf("reset %s: %w", table, err)
+			}
+			n, _ := res.RowsAffected()
+			cleared[table] = n
 		}
-		n, _ := res.RowsAffected()
-		cleared[table] = n
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("reset: %w", err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return map[string]any{"cleared": cleared, "settings": "default"}, nil
 }
@@ -216,18 +215,24 @@ var SeedMessages = []SeedMessage{
 func (a *App) seed(ctx context.Context) (any, error) {
 	now := a.clock()
 	inserted := 0
-	for _, m := range SeedMessages {
-		n, err := a.count(ctx, `SELECT count(*) FROM messages WHERE address = ? AND body = ?`, m.Address, m.Body)
-		if err != nil {
-			return nil, err
+	err := appdb.Tx(ctx, a.db, func(q appdb.Querier) error {
+		for _, m := range SeedMessages {
+			var n int
+			if err := q.QueryRowContext(ctx, `SELECT count(*) FROM messages WHERE address = ? AND body = ?`, m.Address, m.Body).Scan(&n); err != nil {
+				return fmt.Errorf("seed: %w", err)
+			}
+			if n > 0 {
+				continue
+			}
+			if _, err := a.insertMessage(ctx, q, m.Address, m.Body, "received", now.Add(-m.Ago)); err != nil {
+				return err
+			}
+			inserted++
 		}
-		if n > 0 {
-			continue
-		}
-		if _, err := a.insertMessage(ctx, a.db, m.Address, m.Body, "received", now.Add(-m.Ago)); err != nil {
-			return nil, err
-		}
-		inserted++
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	total, err := a.count(ctx, `SELECT count(*) FROM messages`)
 	if err != nil {

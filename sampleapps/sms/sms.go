@@ -97,6 +97,4 @@ func (a *App) Tools() []apptool.Tool { return a.tools }
 
 func (a *App) clock() time.Time { return a.now().In(a.loc).Truncate(time.Millisecond) }
 
-const timeLayout = "2006-01-02T15:04:05-07:00"
-
-func (a *App) fmtTime(t time.Time) string { return t.In(a.loc).Format(timeLayout) }
+func (a *App) fmtTime(t time.Time) string { return apptool.ISO(t, a.loc) }

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/agentoslab/agentlab/runtime/sqlitedb"
+	"github.com/agentoslab/agentlab/sampleapps/apptool/appdb"
 )
 
 var migrations = []sqlitedb.Migration{{Version: 1, SQL: `
@@ -105,17 +106,13 @@ func (a *App) queryMessages(ctx context.Context, q string, args ...any) ([]messa
 	return scanMessages(rows)
 }
 
-func (a *App) insertMessage(ctx context.Context, db execer, address, body, typ string, at time.Time) (int64, error) {
+func (a *App) insertMessage(ctx context.Context, db appdb.Querier, address, body, typ string, at time.Time) (int64, error) {
 	res, err := db.ExecContext(ctx, `INSERT INTO messages (address, thread_key, body, type, date) VALUES (?, ?, ?, ?, ?)`,
 		address, ThreadKey(address), body, typ, at.UnixMilli())
 	if err != nil {
 		return 0, fmt.Errorf("insert message: %w", err)
 	}
 	return res.LastInsertId()
-}
-
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
 // Modes of the app (spec §9.5): which SMS permissions the user granted.
@@ -213,26 +210,20 @@ const MaxLedger = 5000
 
 // markProcessed records ids as sent to AgentOS and trims the ledger.
 func (a *App) markProcessed(ctx context.Context, ids []int64) error {
-	tx, err := a.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("mark processed: %w", err)
-	}
-	defer tx.Rollback()
 	at := a.clock().UnixMilli()
-	for _, id := range ids {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO processed (message_id, processed_at) VALUES (?, ?)
-			ON CONFLICT (message_id) DO UPDATE SET processed_at = excluded.processed_at`, id, at); err != nil {
-			return fmt.Errorf("mark processed: %w", err)
+	return appdb.Tx(ctx, a.db, func(q appdb.Querier) error {
+		for _, id := range ids {
+			if _, err := q.ExecContext(ctx, `INSERT INTO processed (message_id, processed_at) VALUES (?, ?)
+				ON CONFLICT (message_id) DO UPDATE SET processed_at = excluded.processed_at`, id, at); err != nil {
+				return fmt.Errorf("mark processed: %w", err)
+			}
 		}
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM processed WHERE message_id NOT IN
-		(SELECT message_id FROM processed ORDER BY processed_at DESC, message_id DESC LIMIT ?)`, MaxLedger); err != nil {
-		return fmt.Errorf("trim ledger: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("mark processed: %w", err)
-	}
-	return nil
+		if _, err := q.ExecContext(ctx, `DELETE FROM processed WHERE message_id NOT IN
+			(SELECT message_id FROM processed ORDER BY processed_at DESC, message_id DESC LIMIT ?)`, MaxLedger); err != nil {
+			return fmt.Errorf("trim ledger: %w", err)
+		}
+		return nil
+	})
 }
 
 func (a *App) processedSet(ctx context.Context, ids []int64) (map[int64]bool, error) {

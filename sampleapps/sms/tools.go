@@ -4,13 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/apptool/appdb"
 )
 
 // Reading limits (spec §9.5).
@@ -37,10 +37,12 @@ const (
 	NoSendPermission = "Permission to send SMS is not granted; ask the user to grant it in the SMS app, or use sms_compose to open a draft the user can send."
 )
 
+// Annotation sets, every hint explicit; only sms_send reaches outside the
+// phone (openWorldHint).
 var (
-	readOnly    = apptool.Annotations{ReadOnlyHint: apptool.Bool(true)}
-	write       = apptool.Annotations{ReadOnlyHint: apptool.Bool(false), DestructiveHint: apptool.Bool(false), IdempotentHint: apptool.Bool(false)}
-	destructive = apptool.Annotations{ReadOnlyHint: apptool.Bool(false), DestructiveHint: apptool.Bool(true), IdempotentHint: apptool.Bool(false)}
+	readOnly    = apptool.Annotations{ReadOnlyHint: apptool.Bool(true), DestructiveHint: apptool.Bool(false), IdempotentHint: apptool.Bool(false), OpenWorldHint: apptool.Bool(false)}
+	write       = apptool.Annotations{ReadOnlyHint: apptool.Bool(false), DestructiveHint: apptool.Bool(false), IdempotentHint: apptool.Bool(false), OpenWorldHint: apptool.Bool(false)}
+	destructive = apptool.Annotations{ReadOnlyHint: apptool.Bool(false), DestructiveHint: apptool.Bool(true), IdempotentHint: apptool.Bool(false), OpenWorldHint: apptool.Bool(true)}
 )
 
 func schema(props string, required ...string) json.RawMessage {
@@ -169,7 +171,7 @@ func cutRunes(s string, n int) string {
 
 // budget keeps a read result near ResultBudget characters: add reports
 // whether one more item still fits.
-type budget struct{ used int }
+type budget struct{ used, wire int }
 
 func (b *budget) add(v any) bool {
 	s, err := apptool.Compact(v)
@@ -181,7 +183,14 @@ func (b *budget) add(v any) bool {
 	if b.used+n > ResultBudget-300 {
 		return false
 	}
+	// The plugin channel counts bytes of the text and of its escaped copy:
+	// wide characters reach its limit before ResultBudget.
+	w := apptool.WireCost(v) - 512
+	if b.wire+w > apptool.MaxWireChars-1024 {
+		return false
+	}
 	b.used += n
+	b.wire += w
 	return true
 }
 
@@ -287,11 +296,8 @@ func (a *App) parseWhen(args *apptool.Args, name string) (time.Time, bool) {
 	if !ok || args.Err() != nil {
 		return time.Time{}, false
 	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, true
-	}
-	if t, err := time.ParseInLocation("2006-01-02", s, a.loc); err == nil {
-		return t, true
+	if m, err := apptool.ParseMoment(s, a.loc, true); err == nil {
+		return m.Time, true
 	}
 	args.Fail("Parameter %q must be an ISO-8601 time with offset (2026-10-12T15:00:00+08:00) or a date (2026-10-12).", name)
 	return time.Time{}, false
@@ -491,52 +497,57 @@ func (a *App) send(ctx context.Context, raw json.RawMessage) (any, error) {
 	}
 	now := a.clock()
 	key := ThreadKey(rcpt.Digits)
-	tx, err := a.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("send: %w", err)
-	}
-	defer tx.Rollback()
-	var dup outboxRow
-	var at int64
-	err = tx.QueryRowContext(ctx, `SELECT id, parts, submitted_at FROM outbox WHERE to_key = ? AND text = ? AND submitted_at > ? ORDER BY submitted_at DESC, id DESC LIMIT 1`,
-		key, text, now.Add(-DedupWindowMin*time.Minute).UnixMilli()).Scan(&dup.ID, &dup.Parts, &at)
-	switch {
-	case err == nil:
-		dup.Submitted = time.UnixMilli(at)
-		state, _, _ := progress(dup, now)
-		return sendResult{ID: dup.ID, Parts: dup.Parts, State: state, Submitted: a.fmtTime(dup.Submitted), Deduplicated: true}, nil
-	case !errors.Is(err, sql.ErrNoRows):
-		return nil, fmt.Errorf("send: %w", err)
-	}
-	var recent int
-	var oldest sql.NullInt64
-	since := now.Add(-RateWindowMin * time.Minute).UnixMilli()
-	if err := tx.QueryRowContext(ctx, `SELECT count(*), min(submitted_at) FROM outbox WHERE submitted_at > ?`, since).Scan(&recent, &oldest); err != nil {
-		return nil, fmt.Errorf("send: %w", err)
-	}
-	if recent >= s.RateLimit {
-		next := time.UnixMilli(oldest.Int64).Add(RateWindowMin * time.Minute)
-		return nil, apptool.Errorf("Rate limit reached: at most %d messages per %d minutes. The next one can be sent at %s.", s.RateLimit, RateWindowMin, a.fmtTime(next))
-	}
-	msgID, err := a.insertMessage(ctx, tx, rcpt.Digits, text, "sent", now)
+	var out sendResult
+	// One write transaction: the dedup and rate checks and the insert
+	// cannot interleave with a send from another process.
+	err = appdb.Tx(ctx, a.db, func(q appdb.Querier) error {
+		var dup outboxRow
+		var at int64
+		err := q.QueryRowContext(ctx, `SELECT id, parts, submitted_at FROM outbox WHERE to_key = ? AND text = ? AND submitted_at > ? ORDER BY submitted_at DESC, id DESC LIMIT 1`,
+			key, text, now.Add(-DedupWindowMin*time.Minute).UnixMilli()).Scan(&dup.ID, &dup.Parts, &at)
+		switch {
+		case err == nil:
+			dup.Submitted = time.UnixMilli(at)
+			state, _, _ := progress(dup, now)
+			out = sendResult{ID: dup.ID, Parts: dup.Parts, State: state, Submitted: a.fmtTime(dup.Submitted), Deduplicated: true}
+			return nil
+		case !appdb.IsNoRows(err):
+			return fmt.Errorf("send: %w", err)
+		}
+		var recent int
+		var oldest sql.NullInt64
+		since := now.Add(-RateWindowMin * time.Minute).UnixMilli()
+		if err := q.QueryRowContext(ctx, `SELECT count(*), min(submitted_at) FROM outbox WHERE submitted_at > ?`, since).Scan(&recent, &oldest); err != nil {
+			return fmt.Errorf("send: %w", err)
+		}
+		if recent >= s.RateLimit {
+			next := time.UnixMilli(oldest.Int64).Add(RateWindowMin * time.Minute)
+			return apptool.Errorf("Rate limit reached: at most %d messages per %d minutes. The next one can be sent at %s.", s.RateLimit, RateWindowMin, a.fmtTime(next))
+		}
+		msgID, err := a.insertMessage(ctx, q, rcpt.Digits, text, "sent", now)
+		if err != nil {
+			return err
+		}
+		parts := Parts(text)
+		res, err := q.ExecContext(ctx, `INSERT INTO outbox (to_addr, to_key, text, parts, submitted_at, message_id) VALUES (?, ?, ?, ?, ?, ?)`,
+			rcpt.Digits, key, text, parts, now.UnixMilli(), msgID)
+		if err != nil {
+			return fmt.Errorf("send: %w", err)
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return fmt.Errorf("send: %w", err)
+		}
+		out = sendResult{ID: id, Parts: parts, State: "queued", Submitted: a.fmtTime(now), Deduplicated: false}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	parts := Parts(text)
-	res, err := tx.ExecContext(ctx, `INSERT INTO outbox (to_addr, to_key, text, parts, submitted_at, message_id) VALUES (?, ?, ?, ?, ?, ?)`,
-		rcpt.Digits, key, text, parts, now.UnixMilli(), msgID)
-	if err != nil {
-		return nil, fmt.Errorf("send: %w", err)
+	if !out.Deduplicated {
+		a.log.Info("sms queued", "id", out.ID, "parts", out.Parts)
 	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return nil, fmt.Errorf("send: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("send: %w", err)
-	}
-	a.log.Info("sms queued", "id", id, "parts", parts)
-	return sendResult{ID: id, Parts: parts, State: "queued", Submitted: a.fmtTime(now), Deduplicated: false}, nil
+	return out, nil
 }
 
 type statusResult struct {

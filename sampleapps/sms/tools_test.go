@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentoslab/agentlab/sampleapps/apptool"
 )
 
 func TestToolCatalog(t *testing.T) {
@@ -409,6 +411,28 @@ func TestThreadKey(t *testing.T) {
 	} {
 		if got := ThreadKey(in); got != want {
 			t.Errorf("ThreadKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestReadResultsStayBounded(t *testing.T) {
+	t.Parallel()
+	a, _ := newApp(t, time.UTC, nil)
+	for i := range 100 {
+		debug(t, a, "inbox", "add", "+8613700000009", fmt.Sprintf("%d %s", i, strings.Repeat("长", 1200)))
+	}
+	for _, tc := range []struct{ tool, args, list string }{
+		{"sms_message_list", `{"address":"+8613700000009","limit":100}`, "messages"},
+		{"sms_search", `{"query":"长","limit":50}`, "messages"},
+	} {
+		r := mustCall(t, a, tc.tool, tc.args)
+		s, _ := json.Marshal(r)
+		n := len(r[tc.list].([]any))
+		if n == 0 || len([]rune(string(s))) > ResultBudget || apptool.WireCost(r) > apptool.MaxWireChars {
+			t.Errorf("%s: %d items, %d chars, wire %d", tc.tool, n, len([]rune(string(s))), apptool.WireCost(r))
+		}
+		if tc.tool == "sms_message_list" && (r["has_more"] != true || r["next_offset"] != float64(n)) {
+			t.Errorf("%s: paging %v %v", tc.tool, r["has_more"], r["next_offset"])
 		}
 	}
 }

@@ -38,6 +38,7 @@ func cli() apptool.CLI {
 
 func open(ctx context.Context, dataDir string) (apptool.App, error) {
 	return notes.Open(ctx, dataDir, &notes.Options{
+		Location: apptool.DeviceLocation(),
 		Language: deviceLanguage(os.Getenv("LANG")),
 		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Agent:    newAgent(),
