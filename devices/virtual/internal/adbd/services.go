@@ -62,8 +62,14 @@ func (s *Server) service(c *conn, dest string) (serviceFunc, error) {
 		return s.rootService(dest == "root:"), nil
 	case name == "reboot":
 		return func(ctx context.Context, st *stream) {
-			st.Close()
+			// Like adbd, never answer: the stream ends when the device
+			// drops the connection, so "adb reboot" returns only once the
+			// server has seen the device go away.
 			s.cfg.Hooks.Reboot(arg)
+			select {
+			case <-st.Done():
+			case <-ctx.Done():
+			}
 		}, nil
 	case dest == "remount:" || strings.HasPrefix(dest, "remount:"):
 		return s.textService(func() string {
@@ -92,10 +98,10 @@ func (s *Server) rootService(enable bool) serviceFunc {
 		if _, err := io.WriteString(st, reply); err != nil {
 			return
 		}
-		st.Close()
 		if restart {
-			// adbd restarts: the adb CLI waits for the device to go away
-			// and come back.
+			// adbd restarts: the reply has been acknowledged, so drop the
+			// connection before the stream ends; the adb CLI sees the
+			// device go away and waits for it to come back.
 			s.DropAll()
 		}
 	}

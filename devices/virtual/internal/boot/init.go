@@ -33,6 +33,9 @@ const (
 	shellPATH     = "/system/bin:/system/xbin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
 
+// RemoveModulesProp asks init to remove every module now.
+const RemoveModulesProp = "sys.vdevice.remove_modules"
+
 // Tools are the names the multi-call binary answers to inside a device,
 // per root method. screencap is deliberately absent: screenshots are not
 // supported on a virtual device.
@@ -87,6 +90,16 @@ func (d *device) requestPower(what string) {
 // onProp reacts to property changes: sys.powerctl is how reboot and
 // shutdown are asked for, as on Android.
 func (d *device) onProp(name, value string) {
+	if name == RemoveModulesProp && value == "1" {
+		// magisk --remove-modules from the shell user: init is root.
+		if d.cfg.RootMethod == modules.Magisk || d.cfg.RootMethod == modules.KernelSU {
+			if err := d.moduleManager(false).RemoveAll(context.Background()); err != nil {
+				d.log.Warn("remove modules", "err", err)
+			}
+		}
+		d.store.Reset(RemoveModulesProp, "0")
+		return
+	}
 	if name != "sys.powerctl" {
 		return
 	}
@@ -182,7 +195,7 @@ func Main() int {
 	defer cancelBoot()
 	var mods *modules.Manager
 	if cfg.RootMethod == modules.Magisk || cfg.RootMethod == modules.KernelSU {
-		mods = d.moduleManager()
+		mods = d.moduleManager(true)
 		mods.Activate(bootCtx)
 		for _, p := range mods.SystemProps() {
 			d.store.LoadFile(p)
@@ -348,12 +361,18 @@ func linkBusybox(dir string) {
 	os.Symlink(busyboxPath, filepath.Join(dir, "busybox"))
 }
 
-func (d *device) moduleManager() *modules.Manager {
+// moduleManager returns the device's module manager; a boot truncates
+// the script log, later uses append to it.
+func (d *device) moduleManager(boot bool) *modules.Manager {
 	shell := []string{shellPath}
 	if _, err := os.Stat(busyboxPath); err == nil {
 		shell = []string{busyboxPath, "sh"}
 	}
-	logf, err := os.OpenFile(scriptLogFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	if boot {
+		flags |= os.O_TRUNC
+	}
+	logf, err := os.OpenFile(scriptLogFile, flags, 0o600)
 	if err != nil {
 		logf = nil
 	}

@@ -136,7 +136,9 @@ func bind(src, dst string, ro, dir bool) error {
 		return fmt.Errorf("bind %s: %w", src, err)
 	}
 	if ro {
-		if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		// nosuid: the host's setuid binaries (su, sudo) must not give
+		// device users root.
+		if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
 			return fmt.Errorf("read-only %s: %w", src, err)
 		}
 	}

@@ -448,12 +448,21 @@ func (m *Manager) SetFlag(id, flag string, on bool) error {
 	if !exists(filepath.Join(dir, "module.prop")) {
 		return fmt.Errorf("module %s: not installed", id)
 	}
-	p := filepath.Join(dir, flag)
-	if on {
-		return os.WriteFile(p, nil, 0o644)
+	// A staged update gets the flag too: it replaces the installed copy
+	// at the next boot.
+	dirs := []string{dir}
+	if staged := filepath.Join(m.updateDir(), id); exists(staged) {
+		dirs = append(dirs, staged)
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
+	for _, d := range dirs {
+		p := filepath.Join(d, flag)
+		if on {
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				return err
+			}
+		} else if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
 	}
 	return nil
 }
@@ -496,6 +505,11 @@ func (m *Manager) Activate(ctx context.Context) {
 			continue
 		}
 		dst := filepath.Join(m.modulesDir(), e.Name())
+		for _, flag := range []string{"disable", "remove"} {
+			if exists(filepath.Join(dst, flag)) {
+				os.WriteFile(filepath.Join(src, flag), nil, 0o644)
+			}
+		}
 		os.RemoveAll(dst)
 		if err := os.Rename(src, dst); err != nil {
 			m.Log.Warn("module update failed", "module", e.Name(), "err", err)

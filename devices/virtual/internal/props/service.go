@@ -45,14 +45,15 @@ type Response struct {
 
 // mayWrite says whether uid may set name with setprop: root may set
 // anything, the shell user the prefixes Android's shell domain may set
-// (and sys.powerctl, so that "adb shell reboot" works), apps nothing but
+// (and sys.powerctl, so that "adb shell reboot" works, and
+// sys.vdevice.remove_modules, Magisk's bootloop escape), apps nothing but
 // debug.* properties.
 func mayWrite(uid int, name string) bool {
 	switch uid {
 	case 0:
 		return true
 	case 2000:
-		for _, p := range []string{"debug.", "log.", "persist.", "service.adb.", "sys.powerctl"} {
+		for _, p := range []string{"debug.", "log.", "persist.", "service.adb.", "sys.powerctl", "sys.vdevice.remove_modules"} {
 			if strings.HasPrefix(name, p) {
 				return true
 			}

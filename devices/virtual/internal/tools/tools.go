@@ -356,8 +356,9 @@ func (t *tool) magisk(args []string) int {
 		if uid != 0 && uid != 2000 {
 			return t.errorf("Permission denied")
 		}
-		if err := t.modules(modules.Magisk).RemoveAll(t.ctx); err != nil {
-			return t.errorf("magisk: %v", err)
+		// Init (root) removes them, so that the shell user can too.
+		if c := t.propCall(&props.Request{Op: "set", Name: boot.RemoveModulesProp, Value: "1"}, "magisk"); c != 0 {
+			return c
 		}
 		if len(args) < 2 || args[1] != "-n" {
 			return t.reboot(nil)
@@ -432,9 +433,12 @@ func (t *tool) ksud(args []string) int {
 // vdevtool serve SPEC: a test helper server inside the device. For every
 // connection it writes "uid=<peer uid>\n" (unix sockets; the kernel's
 // SO_PEERCRED, e.g. 2000 for adbd) and then echoes what it reads.
+//
+// vdevtool connect SPEC: copies stdin to the socket and the socket to
+// stdout until the socket closes (unlike nc, stdin's end does not end it).
 func (t *tool) vdevtool(args []string) int {
-	if len(args) != 2 || args[0] != "serve" {
-		return t.errorf("usage: vdevtool serve tcp:PORT|localabstract:NAME")
+	if len(args) != 2 || (args[0] != "serve" && args[0] != "connect") {
+		return t.errorf("usage: vdevtool serve|connect tcp:PORT|localabstract:NAME")
 	}
 	network, addr := "", ""
 	switch kind, rest, _ := strings.Cut(args[1], ":"); kind {
@@ -444,6 +448,18 @@ func (t *tool) vdevtool(args []string) int {
 		network, addr = "unix", "@"+rest
 	default:
 		return t.errorf("vdevtool: unsupported spec %s", args[1])
+	}
+	if args[0] == "connect" {
+		c, err := net.DialTimeout(network, addr, 10*time.Second)
+		if err != nil {
+			return t.errorf("vdevtool: %v", err)
+		}
+		defer c.Close()
+		go io.Copy(c, os.Stdin)
+		if _, err := io.Copy(t.stdout, c); err != nil {
+			return t.errorf("vdevtool: %v", err)
+		}
+		return 0
 	}
 	ln, err := net.Listen(network, addr)
 	if err != nil {

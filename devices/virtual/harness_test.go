@@ -1,0 +1,165 @@
+//go:build linux
+
+package virtual_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentoslab/agentlab/devices/adbserver"
+	"github.com/agentoslab/agentlab/devices/virtual"
+)
+
+func TestMain(m *testing.M) {
+	// The test binary is also every device's init and in-device tools.
+	virtual.Init()
+	os.Exit(m.Run())
+}
+
+// needDevices skips when this host can not run virtual devices.
+func needDevices(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("virtual devices need root (CAP_SYS_ADMIN); run the tests as root")
+	}
+}
+
+// needADB skips when the adb CLI is missing.
+func needADB(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("adb"); err != nil {
+		t.Skip("adb not on PATH: install the Debian package adb (CI does)")
+	}
+}
+
+// startDevice boots a device in a fresh state dir and stops it at the
+// end of the test.
+func startDevice(t testing.TB, o *virtual.Options) *virtual.Device {
+	t.Helper()
+	needDevices(t)
+	if o == nil {
+		o = &virtual.Options{}
+	}
+	if o.StateDir == "" {
+		o.StateDir = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d, err := virtual.Start(ctx, o)
+	if err != nil {
+		t.Fatalf("start device: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		d.Stop(ctx)
+	})
+	return d
+}
+
+// adbHarness is a private adb server plus the adb CLI.
+type adbHarness struct {
+	t   testing.TB
+	srv *adbserver.Server
+}
+
+func newADB(t testing.TB) *adbHarness {
+	t.Helper()
+	needADB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv, err := adbserver.Start(ctx, nil)
+	if err != nil {
+		t.Fatalf("adb server: %v", err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return &adbHarness{t: t, srv: srv}
+}
+
+// run runs the adb CLI and returns its stdout+stderr and exit code.
+func (a *adbHarness) run(args ...string) (string, int) {
+	a.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	cmd := a.srv.Command(ctx, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return out.String(), 0
+	case errors.As(err, &ee):
+		return out.String(), ee.ExitCode()
+	}
+	a.t.Fatalf("adb %s: %v", strings.Join(args, " "), err)
+	return "", -1
+}
+
+// must runs adb and fails the test on a non-zero exit.
+func (a *adbHarness) must(args ...string) string {
+	a.t.Helper()
+	out, code := a.run(args...)
+	if code != 0 {
+		a.t.Fatalf("adb %s: exit %d: %s", strings.Join(args, " "), code, out)
+	}
+	return out
+}
+
+// connect adopts the device and waits until it is online.
+func (a *adbHarness) connect(d *virtual.Device) {
+	a.t.Helper()
+	out := a.must("connect", d.Serial())
+	if !strings.HasPrefix(out, "connected to") && !strings.HasPrefix(out, "already connected") {
+		a.t.Fatalf("adb connect: %s", out)
+	}
+	a.must("-s", d.Serial(), "wait-for-device")
+}
+
+// shell runs "adb -s SERIAL shell CMD" and returns output and exit code.
+func (a *adbHarness) shell(d *virtual.Device, cmd string) (string, int) {
+	a.t.Helper()
+	return a.run("-s", d.Serial(), "shell", cmd)
+}
+
+func (a *adbHarness) mustShell(d *virtual.Device, cmd string) string {
+	a.t.Helper()
+	out, code := a.shell(d, cmd)
+	if code != 0 {
+		a.t.Fatalf("adb shell %q: exit %d: %s", cmd, code, out)
+	}
+	return out
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func writeFile(t testing.TB, dir, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func fields(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+var _ = fmt.Sprint
