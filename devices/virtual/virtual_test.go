@@ -334,12 +334,12 @@ func TestRebootModuleAndPersistence(t *testing.T) {
 		t.Errorf("service.sh marker %q, want prefix %q", marker, want)
 	}
 	checks := map[string]string{
-		"cat /data/local/tmp/keep.txt":   "kept",
-		"cat /data/local/tmp/labmod.pfd": "pfd",
-		"getprop lab.labmod.pfd":         "done",
-		"getprop lab.labmod.sysprop":     "yes",
-		"getprop persist.lab.kept":       "yes",
-		"getprop debug.lab.gone":         "",
+		"cat /data/local/tmp/keep.txt":        "kept",
+		"cat /data/local/tmp/labmod.pfd":      "pfd",
+		"getprop lab.labmod.pfd":              "done",
+		"getprop lab.labmod.sysprop":          "yes",
+		"getprop persist.lab.kept":            "yes",
+		"getprop debug.lab.gone":              "",
 		"su -c 'ls /data/adb/modules/labmod'": "module.prop\npost-fs-data.sh\nservice.sh\nsystem.prop",
 	}
 	for cmd, want := range checks {
