@@ -173,8 +173,11 @@ func TestToolArguments(t *testing.T) {
 		}},
 		{"alarm_system_next", `{"x":1}`, `Unknown parameter "x".`, nil},
 	}
-	for _, tt := range tests {
-		t.Run(tt.tool+" "+tt.args, func(t *testing.T) {
+	for i, tt := range tests {
+		// Named by index: arguments may hold "#" or "?", which must not
+		// reach a temp dir name (they end an SQLite URI path).
+		t.Run(fmt.Sprintf("%02d_%s", i, tt.tool), func(t *testing.T) {
+			t.Logf("%s %s", tt.tool, tt.args)
 			t.Parallel()
 			// Monday 06:00 in Shanghai; alarm 1 rings on weekdays at
 			// 07:00, alarm 2 (off) on weekends at 06:30.
