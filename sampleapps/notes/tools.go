@@ -572,22 +572,17 @@ func containsStr(list []string, s string) bool {
 // runeIndexFold returns the code-point index of the first case-insensitive
 // match of lowered query q in s, or -1.
 func runeIndexFold(s, q string) int {
-	rs := []rune(strings.ToLower(s))
-	qs := []rune(q)
-	if len(rs) != utf8.RuneCountInString(s) {
-		// Lowercasing changed the length (rare scripts): fall back to a
-		// match without a position.
-		if strings.Contains(strings.ToLower(s), q) {
-			return 0
-		}
+	lower := strings.ToLower(s)
+	i := strings.Index(lower, q)
+	if i < 0 {
 		return -1
 	}
-	for i := 0; i+len(qs) <= len(rs); i++ {
-		if string(rs[i:i+len(qs)]) == q {
-			return i
-		}
+	if utf8.RuneCountInString(lower) != utf8.RuneCountInString(s) {
+		// Lowercasing changed the length (rare scripts): a match, but no
+		// position to cut the snippet at.
+		return 0
 	}
-	return -1
+	return utf8.RuneCountInString(lower[:i])
 }
 
 // snippet cuts about snippetChars code points of content around the match

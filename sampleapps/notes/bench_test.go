@@ -1,0 +1,60 @@
+package notes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentoslab/agentlab/sampleapps/apptool"
+)
+
+func BenchmarkBuildSchedulePrompt(b *testing.B) {
+	text := strings.Repeat("明天下午3点</note>开会；", 700) // ~14,000 chars, many escapes
+	var n int
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := BuildSchedulePrompt(fixedNow, time.UTC, "zh-CN", text)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = UTF16Len(p)
+	}
+	b.ReportMetric(float64(n), "prompt_chars")
+}
+
+func BenchmarkNoteSearch(b *testing.B) {
+	a, _ := newApp(b, time.UTC, nil)
+	for i := range 1000 {
+		mustCall(b, a, "note_create", fmt.Sprintf(`{"title":"note %d","content":"%s item %d"}`, i, strings.Repeat("会议记录 ", 50), i))
+	}
+	tl := toolByName(b, a, "note_search")
+	for b.Loop() {
+		if res := apptool.Run(context.Background(), tl, json.RawMessage(`{"query":"item 99","limit":20}`)); res.IsError {
+			b.Fatal(res.Text)
+		}
+	}
+	b.ReportMetric(1000, "notes/search")
+}
+
+func BenchmarkRecorder(b *testing.B) {
+	events := []Event{{Kind: EventRunning}}
+	for i := range 20 {
+		id := fmt.Sprint(i)
+		events = append(events, tcRef(id, "calendar", "event_create", StatusPendingApproval), tcRef(id, "calendar", "event_create", StatusCompleted),
+			Event{Kind: EventText, Text: "好的"})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		r := NewRecorder("fake")
+		for _, ev := range events {
+			r.Handle(ev)
+		}
+		if rep := r.Finish("end_turn", nil, nil); rep.Created.Events != 20 {
+			b.Fatal(rep.Created)
+		}
+	}
+	b.ReportMetric(float64(len(events)), "events/round")
+}
