@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/agentoslab/agentlab/runtime/catalog"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 )
 
@@ -228,4 +229,19 @@ func ReadResult(id, plugin string, content []byte) (text string, truncated bool,
 		b.WriteString("\n" + truncationNotice)
 	}
 	return b.String(), truncated, nil
+}
+
+// ToolEntry is read_skill's catalog entry: a READ builtin, so it runs
+// without consent, stays in read_only sessions and is left out of chat
+// and restricted-scope sessions by catalog.View.
+func ToolEntry() catalog.Entry {
+	return catalog.Entry{
+		Name:        ToolName,
+		Kind:        catalog.KindBuiltin,
+		Title:       "Read skill",
+		Description: ToolDescription,
+		InputSchema: InputSchema,
+		Risk:        catalog.RiskRead,
+		Enabled:     true,
+	}
 }

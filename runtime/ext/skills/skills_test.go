@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/agentoslab/agentlab/runtime/catalog"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 )
 
@@ -429,4 +430,25 @@ func FuzzCheckPath(f *testing.F) {
 			t.Fatalf("accepted drive letter %q", p)
 		}
 	})
+}
+
+func TestToolEntry(t *testing.T) {
+	t.Parallel()
+	c, err := catalog.New([]catalog.Entry{ToolEntry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		v    catalog.View
+		want int
+	}{
+		{catalog.View{Mode: catalog.ModeDefault}, 1},
+		{catalog.View{Mode: catalog.ModeReadOnly}, 1},
+		{catalog.View{Mode: catalog.ModeChat}, 0},
+		{catalog.View{Mode: catalog.ModeDefault, Scope: []catalog.ScopeEntry{}}, 0},
+	} {
+		if got := len(c.Visible(tt.v)); got != tt.want {
+			t.Errorf("%+v: %d visible", tt.v, got)
+		}
+	}
 }
