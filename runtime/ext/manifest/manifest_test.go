@@ -255,7 +255,7 @@ func TestParseMCP(t *testing.T) {
 		{"stdio command missing", `{"mcpServers":{"s":{"type":"stdio"}}}`, []pc{{Schema, "mcpServers/s/command"}}},
 		{"stdio args not strings", `{"mcpServers":{"s":{"type":"stdio","command":"x","args":[1]}}}`, []pc{{Schema, "mcpServers/s/args"}}},
 		{"stdio env reserved", `{"mcpServers":{"s":{"type":"stdio","command":"x","env":{"PLUGIN_DATA":"/x"}}}}`, []pc{{Schema, "mcpServers/s/env/PLUGIN_DATA"}}},
-		{"stdio cwd", `{"mcpServers":{"s":{"type":"stdio","command":"x","cwd":"/tmp"}}}`, []pc{{Schema, "mcpServers/s/cwd"}}},
+		{"stdio cwd", `{"mcpServers":{"s":{"type":"stdio","command":"x","cwd":"/plugin"}}}`, []pc{{Schema, "mcpServers/s/cwd"}}},
 		{"stdio cwd data", `{"mcpServers":{"s":{"type":"stdio","command":"x","cwd":"${PLUGIN_DATA}/w"}}}`, nil},
 		{"stdio extra key", `{"mcpServers":{"s":{"type":"stdio","command":"x","url":"u"}}}`, []pc{{Schema, "mcpServers/s/url"}}},
 		{"duplicate server key", `{"mcpServers":{"s":{"type":"sse","url":"https://a.example"},"s":{"type":"sse","url":"https://b.example"}}}`, []pc{{Schema, "mcpServers/s"}}},
