@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -238,9 +239,10 @@ func lookPath(name string, env []string) string {
 	return name
 }
 
-// Call sends req with the caller's stdin, stdout and stderr and waits for
-// the command to end. It returns the exit code to exit with.
-func Call(ctx context.Context, req *Request) (int, error) {
+// Call sends req with stdio (stdin, stdout, stderr: the client's own, for
+// the su tool) and waits for the command to end. It returns the exit code
+// to exit with.
+func Call(ctx context.Context, req *Request, stdio [3]*os.File) (int, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "unixpacket", SocketName)
 	if err != nil {
@@ -252,8 +254,10 @@ func Call(ctx context.Context, req *Request) (int, error) {
 	if err != nil || len(b) > maxRequest {
 		return 1, errors.New("su: request too large")
 	}
-	rights := unix.UnixRights(0, 1, 2)
-	if _, _, err := c.WriteMsgUnix(b, rights, nil); err != nil {
+	rights := unix.UnixRights(int(stdio[0].Fd()), int(stdio[1].Fd()), int(stdio[2].Fd()))
+	_, _, err = c.WriteMsgUnix(b, rights, nil)
+	runtime.KeepAlive(stdio)
+	if err != nil {
 		return 1, fmt.Errorf("su: %w", err)
 	}
 	go func() {

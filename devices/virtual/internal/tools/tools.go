@@ -227,18 +227,41 @@ func userUID(s string) (int, bool) {
 // ("su [WHO [COMMAND...]]") for adb-root.
 func (t *tool) su(args []string) int {
 	method := t.rootMethod()
-	req := &su.Request{Env: os.Environ()}
+	req, print, err := parseSu(method, args)
+	if err != nil {
+		return t.errorf("%v", err)
+	}
+	if print != "" {
+		fmt.Fprint(t.stdout, print)
+		return 0
+	}
+	req.Env = os.Environ()
 	req.Dir, _ = os.Getwd()
+	return t.suCall(req)
+}
+
+const suUsage = `usage: su [options] [-] [user [argument...]]
+  -c, --command COMMAND  pass COMMAND to the invoked shell
+  -s, --shell SHELL      use SHELL instead of /system/bin/sh
+  -v, --version          display version number and exit
+  -V                     display version code and exit
+`
+
+// parseSu parses su's command line: a request, or text to print (version,
+// help). Options may follow the user, as with Magisk's getopt_long; -c
+// takes every remaining argument, joined by spaces.
+func parseSu(method string, args []string) (*su.Request, string, error) {
+	req := &su.Request{}
 	if method == "adb-root" {
 		if len(args) > 0 {
 			uid, ok := userUID(args[0])
 			if !ok {
-				return t.errorf("su: unknown id: %s", args[0])
+				return nil, "", fmt.Errorf("su: unknown id: %s", args[0])
 			}
 			req.UID = uid
 			req.Argv = args[1:]
 		}
-		return t.suCall(req)
+		return req, "", nil
 	}
 	var command []string
 	haveCommand, userSet, options := false, false, true
@@ -250,28 +273,22 @@ func (t *tool) su(args []string) int {
 		case !options:
 			uid, ok := userUID(a)
 			if !ok {
-				return t.errorf("su: unknown user %s", a)
+				return nil, "", fmt.Errorf("su: unknown user %s", a)
 			}
 			req.UID, userSet = uid, true
 		case a == "-v" || a == "--version":
 			if method == modules.KernelSU {
-				fmt.Fprintf(t.stdout, "%s:KernelSU\n", modules.KSUVersion)
-			} else {
-				fmt.Fprintf(t.stdout, "%s:MAGISKSU\n", modules.MagiskVersion)
+				return nil, modules.KSUVersion + ":KernelSU\n", nil
 			}
-			return 0
+			return nil, modules.MagiskVersion + ":MAGISKSU\n", nil
 		case a == "-V":
 			if method == modules.KernelSU {
-				fmt.Fprintln(t.stdout, modules.KSUVersionCode)
-			} else {
-				fmt.Fprintln(t.stdout, modules.MagiskVersionCode)
+				return nil, fmt.Sprintln(modules.KSUVersionCode), nil
 			}
-			return 0
+			return nil, fmt.Sprintln(modules.MagiskVersionCode), nil
 		case a == "-h" || a == "--help":
-			fmt.Fprintln(t.stdout, "usage: su [options] [-] [user [argument...]]\n  -c, --command COMMAND  pass COMMAND to the invoked shell\n  -s, --shell SHELL      use SHELL instead of /system/bin/sh\n  -v, --version          display version number and exit\n  -V                     display version code and exit")
-			return 0
+			return nil, suUsage, nil
 		case a == "-c" || a == "--command":
-			// Everything after -c is the command, joined by spaces.
 			command, haveCommand = append(command, args[i+1:]...), true
 			i = len(args)
 		case strings.HasPrefix(a, "--command="):
@@ -287,12 +304,12 @@ func (t *tool) su(args []string) int {
 			i++
 		case a == "--":
 			options = false
-		case options && strings.HasPrefix(a, "-") && len(a) > 1:
-			return t.errorf("su: invalid option -- %s", strings.TrimLeft(a, "-"))
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			return nil, "", fmt.Errorf("su: invalid option -- %s", strings.TrimLeft(a, "-"))
 		case !userSet:
 			uid, ok := userUID(a)
 			if !ok {
-				return t.errorf("su: unknown user %s", a)
+				return nil, "", fmt.Errorf("su: unknown user %s", a)
 			}
 			req.UID, userSet = uid, true
 		default:
@@ -304,11 +321,11 @@ func (t *tool) su(args []string) int {
 		c := strings.Join(command, " ")
 		req.Command = &c
 	}
-	return t.suCall(req)
+	return req, "", nil
 }
 
 func (t *tool) suCall(req *su.Request) int {
-	code, err := su.Call(t.ctx, req)
+	code, err := su.Call(t.ctx, req, [3]*os.File{os.Stdin, os.Stdout, os.Stderr})
 	if err != nil {
 		fmt.Fprintln(t.stderr, err)
 	}
