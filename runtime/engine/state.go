@@ -148,6 +148,9 @@ func (e *Engine) afterMoveLocked(t *task, from store.TaskState, m moveSpec, writ
 			// Submit undoes the rest; the task never existed.
 			return nil, false
 		}
+		if !t.cancelRequested && t.prompt.Cancelled != nil && t.prompt.Cancelled() {
+			t.cancelRequested, t.cancelBy = true, "client"
+		}
 		if !t.cancelRequested {
 			s.queue = append(s.queue, t)
 			e.scheduleLocked()

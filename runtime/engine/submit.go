@@ -19,6 +19,11 @@ type Prompt struct {
 	// Chars is the prompt's length per spec §2.6 (text blocks and embedded
 	// text resources, in UTF-16 units).
 	Chars int
+	// Cancelled, when set, is asked once the task is written and before it
+	// can start: true cancels it at once (spec §2.8: a cancel that arrives
+	// while a prompt is being submitted cancels it right after submission).
+	// It must not block or call the engine.
+	Cancelled func() bool
 }
 
 // titleChars bounds a session title (spec §2.5).

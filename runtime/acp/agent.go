@@ -1,0 +1,233 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/agentoslab/agentlab/runtime/engine"
+	"github.com/agentoslab/agentlab/runtime/errcode"
+)
+
+// Options configure an Agent. The zero value works.
+type Options struct {
+	// Version is the runtime version reported by initialize.
+	Version string
+	// Logger receives ids, methods and codes, never params; nil discards.
+	Logger *slog.Logger
+	// Servers keeps sessions' caller-supplied MCP servers; nil accepts http
+	// servers into memory and reports them connect_failed.
+	Servers SessionServers
+	// CancelWait bounds how long a cancelled prompt waits for its task to
+	// stop before answering cancelled anyway; zero means 12 s.
+	CancelWait time.Duration
+}
+
+// Agent is the ACP agent. It is safe for concurrent use by many
+// connections.
+type Agent struct {
+	e          *engine.Engine
+	version    string
+	log        *slog.Logger
+	servers    SessionServers
+	cancelWait time.Duration
+
+	// cancels counts handled session/cancel notifications (tests wait on it:
+	// notifications and requests are handled concurrently).
+	cancels atomic.Int64
+}
+
+// New returns an agent serving e.
+func New(e *engine.Engine, opts *Options) *Agent {
+	if opts == nil {
+		opts = &Options{}
+	}
+	a := &Agent{e: e, version: opts.Version, log: opts.Logger, servers: opts.Servers, cancelWait: opts.CancelWait}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	if a.servers == nil {
+		a.servers = NewMemoryServers()
+	}
+	if a.cancelWait <= 0 {
+		a.cancelWait = 12 * time.Second
+	}
+	if a.version == "" {
+		a.version = "dev"
+	}
+	return a
+}
+
+// Stream is one connection's JSON-RPC lines, such as a
+// *transport.RPCStream: Reader yields whole well-formed lines, Writer
+// takes whole messages, Close ends the connection.
+type Stream interface {
+	Reader() io.Reader
+	Writer() io.Writer
+	Close() error
+}
+
+// Serve runs ACP on one connection for caller c until the peer goes away
+// or ctx ends, then closes the stream and returns once the connection's
+// handlers have returned. Tasks the connection started keep running.
+func (a *Agent) Serve(ctx context.Context, c engine.Caller, s Stream) error {
+	cn := &conn{a: a, caller: c, ready: make(chan struct{}), prompts: map[string][]*promptState{}}
+	cn.sdk = sdk.NewConnection(cn.handle, s.Writer(), s.Reader())
+	cn.sdk.SetLogger(slog.New(quietHandler{a.log.Handler()}))
+	close(cn.ready)
+	select {
+	case <-cn.sdk.Done():
+	case <-ctx.Done():
+	}
+	s.Close()
+	<-cn.sdk.Done()
+	cn.mu.Lock()
+	cn.closed = true
+	cn.mu.Unlock()
+	cn.handlers.Wait()
+	return nil
+}
+
+// conn is one client connection.
+type conn struct {
+	a      *Agent
+	caller engine.Caller
+	sdk    *sdk.Connection
+	ready  chan struct{} // closed once sdk is set
+
+	handlers sync.WaitGroup // handlers running; Add only while !closed
+
+	mu sync.Mutex // guards the fields below
+	// closed: the connection ended; no new handler starts.
+	closed bool
+	// extensions negotiated by initialize.
+	extensions []string
+	// prompts in progress on this connection, by session.
+	prompts map[string][]*promptState
+}
+
+func (cn *conn) negotiated(ext string) bool {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	for _, e := range cn.extensions {
+		if e == ext {
+			return true
+		}
+	}
+	return false
+}
+
+// handler answers one method. A nil result is sent as null.
+type handler func(cn *conn, ctx context.Context, p params) (any, error)
+
+// methods is the agent's method table, sorted by name (a test keeps it
+// so); everything else is -32601.
+var methods = table([]struct {
+	name string
+	fn   handler
+}{
+	{sdk.AgentMethodInitialize, (*conn).initialize},
+	{sdk.AgentMethodSessionCancel, (*conn).cancel},
+	{sdk.AgentMethodSessionClose, (*conn).closeSession},
+	{methodSessionDelete, (*conn).deleteSession},
+	{sdk.AgentMethodSessionFork, (*conn).forkSession},
+	{sdk.AgentMethodSessionList, (*conn).listSessions},
+	{sdk.AgentMethodSessionLoad, (*conn).loadSession},
+	{sdk.AgentMethodSessionNew, (*conn).newSession},
+	{sdk.AgentMethodSessionPrompt, (*conn).prompt},
+	{sdk.AgentMethodSessionResume, (*conn).resumeSession},
+	{sdk.AgentMethodSessionSetConfigOption, (*conn).setConfigOption},
+	{sdk.AgentMethodSessionSetMode, (*conn).setMode},
+	{sdk.AgentMethodSessionSetModel, (*conn).setModel},
+})
+
+// methodSessionDelete is AgentOS's own method; the SDK has no constant.
+const methodSessionDelete = "session/delete"
+
+type methodTable struct {
+	names []string
+	fns   map[string]handler
+}
+
+// table builds the method table; a duplicate name is a programming error.
+func table(entries []struct {
+	name string
+	fn   handler
+}) methodTable {
+	t := methodTable{fns: make(map[string]handler, len(entries))}
+	for _, e := range entries {
+		if _, dup := t.fns[e.name]; dup {
+			panic("acp: method registered twice: " + e.name)
+		}
+		t.fns[e.name] = e.fn
+		t.names = append(t.names, e.name)
+	}
+	return t
+}
+
+// sorted reports whether the table lists its methods in order.
+func (t methodTable) sorted() bool { return sort.StringsAreSorted(t.names) }
+
+// handle is the SDK's MethodHandler: look up, parse params, run, map errors.
+func (cn *conn) handle(ctx context.Context, method string, raw json.RawMessage) (any, *sdk.RequestError) {
+	fn, ok := methods.fns[method]
+	if !ok {
+		return nil, sdk.NewMethodNotFound(method)
+	}
+	<-cn.ready
+	cn.mu.Lock()
+	if cn.closed {
+		cn.mu.Unlock()
+		return nil, toWire(errcode.New(errcode.Busy, "the connection is closing"))
+	}
+	cn.handlers.Add(1)
+	cn.mu.Unlock()
+	defer cn.handlers.Done()
+
+	p, err := parseParams(raw)
+	if err == nil {
+		var res any
+		res, err = fn(cn, ctx, p)
+		if err == nil {
+			return res, nil
+		}
+	}
+	we := toWire(err)
+	cn.a.log.Debug("request refused", "method", method, "code", errcode.CodeOf(err))
+	return nil, we
+}
+
+// toWire is the one place a Go error becomes a JSON-RPC error (spec §3).
+func toWire(err error) *sdk.RequestError {
+	w := errcode.From(err).Wire()
+	return &sdk.RequestError{Code: w.Code, Message: w.Message, Data: w.Data}
+}
+
+// notify sends one session/update.
+func (cn *conn) notify(ctx context.Context, sessionID string, u sdk.SessionUpdate) error {
+	return cn.sdk.SendNotification(ctx, sdk.ClientMethodSessionUpdate, sdk.SessionNotification{
+		SessionId: sdk.SessionId(sessionID), Update: u,
+	})
+}
+
+// quietHandler passes the SDK's log messages on without their attributes:
+// the SDK attaches raw lines and ids, which may carry prompts.
+type quietHandler struct{ h slog.Handler }
+
+func (q quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return q.h.Enabled(ctx, slog.LevelDebug) && l >= slog.LevelDebug
+}
+
+func (q quietHandler) Handle(ctx context.Context, r slog.Record) error {
+	return q.h.Handle(ctx, slog.NewRecord(r.Time, slog.LevelDebug, "acp-sdk: "+r.Message, r.PC))
+}
+
+func (q quietHandler) WithAttrs([]slog.Attr) slog.Handler { return q }
+func (q quietHandler) WithGroup(string) slog.Handler      { return q }
