@@ -2,6 +2,7 @@ package consent
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -16,7 +17,29 @@ const (
 	classBreak           // CR, LF, U+2028, U+2029
 )
 
+// bmpClass caches classifySlow for the Basic Multilingual Plane, built
+// on first use: the Unicode table searches cost far more than the rest of
+// the sanitiser.
+var (
+	bmpOnce  sync.Once
+	bmpClass *[0x10000]runeClass
+)
+
 func classify(r rune) runeClass {
+	if r >= 0 && r < 0x10000 {
+		bmpOnce.Do(func() {
+			t := new([0x10000]runeClass)
+			for i := range t {
+				t[i] = classifySlow(rune(i))
+			}
+			bmpClass = t
+		})
+		return bmpClass[r]
+	}
+	return classifySlow(r)
+}
+
+func classifySlow(r rune) runeClass {
 	if r < 0x80 { // ASCII fast path
 		switch {
 		case r == '\r' || r == '\n':
