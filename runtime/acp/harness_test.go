@@ -89,7 +89,9 @@ type client struct {
 
 	mu     sync.Mutex
 	cond   *sync.Cond
-	msgs   []json.RawMessage // everything received, in order
+	msgs   []json.RawMessage // received and not yet taken, in order
+	// lastTaken are the raw messages the last successful waitFor consumed.
+	lastTaken []json.RawMessage
 	closed bool
 	nextID int
 }
@@ -203,6 +205,7 @@ func (c *client) waitFor(match func(message) bool, timeout time.Duration) (messa
 					json.Unmarshal(raw, &b)
 					before = append(before, b)
 				}
+				c.lastTaken = append(c.lastTaken[:0], c.msgs[:seen+1]...)
 				c.msgs = c.msgs[seen+1:]
 				return m, before, true
 			}
@@ -212,6 +215,13 @@ func (c *client) waitFor(match func(message) bool, timeout time.Duration) (messa
 		}
 		c.cond.Wait()
 	}
+}
+
+// taken returns the raw messages the last successful waitFor consumed.
+func (c *client) taken() []json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]json.RawMessage(nil), c.lastTaken...)
 }
 
 // response waits for the response to id; it returns it with the messages
