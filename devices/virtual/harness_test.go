@@ -61,6 +61,12 @@ func startDevice(t testing.TB, o *virtual.Options) *virtual.Device {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		d.Stop(ctx)
+		if t.Failed() {
+			// The init's log is the device's side of the story.
+			if b, err := os.ReadFile(filepath.Join(d.Root(), "init.log")); err == nil {
+				t.Logf("%s init.log:\n%s", d.Name(), b)
+			}
+		}
 	})
 	return d
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ var update = flag.Bool("update", false, "rewrite testdata golden files")
 const testBanner = "device::ro.product.name=vdev_x86_64;ro.product.model=Virtual Device;ro.product.device=vdev;features=shell_v2,stat_v2,ls_v2,fixed_push_mkdir"
 
 // newTestServer serves one end of a pipe; the other end is the "host".
-func newTestServer(t *testing.T, uid int) net.Conn {
+func newTestServer(t testing.TB, uid int) net.Conn {
 	t.Helper()
 	r := proc.NewReaper(false)
 	s := NewServer(&Config{Banner: testBanner, Hooks: Hooks{
@@ -64,7 +65,7 @@ func newTestServer(t *testing.T, uid int) net.Conn {
 
 // host drives the host side of a connection and records every packet.
 type host struct {
-	t   *testing.T
+	t   testing.TB
 	nc  net.Conn
 	log strings.Builder
 }
@@ -220,5 +221,99 @@ func TestShellStdinAndExit(t *testing.T) {
 	}
 	if string(stdout) != "ABC\n" || code != 5 {
 		t.Fatalf("stdout %q code %d", stdout, code)
+	}
+}
+
+// TestSyncPushFlowControl pushes through the sync service as fast as the
+// daemon's OKAYs allow: the daemon acknowledges queued WRTEs early and
+// must never let the host get ahead of its queue (the stream would be
+// closed as a flow-control violation).
+func TestSyncPushFlowControl(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	h := &host{t: t, nc: newTestServer(t, 0)}
+	h.sendQuiet(adbwire.CmdCNXN, adbwire.Version, adbwire.MaxPayload, "host::")
+	h.recvQuiet()
+	dst := filepath.Join(t.TempDir(), "f")
+	const size = 24 << 20
+	for i := uint32(1); i <= 3; i++ {
+		pushOverWire(h, i, size, dst)
+		if st, err := os.Stat(dst); err != nil || st.Size() != size {
+			t.Fatalf("push %d: %v size %d", i, err, st.Size())
+		}
+	}
+}
+
+// recordConn is a net.Conn that records what is written to it.
+type recordConn struct {
+	net.Conn
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (r *recordConn) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.buf.Write(p)
+}
+func (r *recordConn) SetWriteDeadline(time.Time) error { return nil }
+func (r *recordConn) Close() error                     { return nil }
+
+func (r *recordConn) okays(t *testing.T) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	rd := bytes.NewReader(r.buf.Bytes())
+	for {
+		m, err := adbwire.ReadMessage(rd, adbwire.MaxPayload)
+		if err != nil {
+			return n
+		}
+		if m.Command == adbwire.CmdOKAY {
+			n++
+		}
+	}
+}
+
+// TestEarlyAckInterleaving replays the interleaving that once let the
+// host overrun a stream: the service takes a payload, two more WRTEs
+// arrive (the second fills the queue, its OKAY is held back), and only
+// then does the service's take look at the held-back OKAY. It must not
+// send it while the queue is still full.
+func TestEarlyAckInterleaving(t *testing.T) {
+	t.Parallel()
+	rc := &recordConn{}
+	c := newConn(NewServer(&Config{}), rc, 1)
+	c.online = true
+	c.maxData = adbwire.MaxPayload
+	st := c.newStream(9)
+	if !st.deliver([]byte("w")) || rc.okays(t) != 1 {
+		t.Fatalf("first WRTE not acknowledged at once: %d OKAYs", rc.okays(t))
+	}
+	<-st.in // the service takes W...
+	if !st.deliver([]byte("x")) || !st.deliver([]byte("y")) {
+		t.Fatal("deliveries refused")
+	}
+	if n := rc.okays(t); n != 2 {
+		t.Fatalf("X acknowledged, Y (queue full) held back: want 2 OKAYs, got %d", n)
+	}
+	st.taken() // ...and only now looks at the held-back OKAY.
+	if n := rc.okays(t); n != 2 {
+		t.Fatalf("OKAY for Y sent while the queue is still full (%d OKAYs)", n)
+	}
+	if st.deliver([]byte("z")) {
+		t.Fatal("a WRTE beyond the queue was accepted")
+	}
+	// A real take frees a slot: Y is acknowledged.
+	st2 := c.newStream(10)
+	st2.deliver([]byte("a"))
+	<-st2.in
+	st2.deliver([]byte("b"))
+	st2.deliver([]byte("c"))
+	before := rc.okays(t)
+	<-st2.in
+	st2.taken()
+	if rc.okays(t) != before+1 {
+		t.Fatal("held-back OKAY not sent once the queue had room")
 	}
 }

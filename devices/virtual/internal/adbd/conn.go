@@ -125,6 +125,7 @@ func (c *conn) handle(m *adbwire.Message) error {
 		if st := c.lookup(m.Arg1); st != nil && st.remoteID() == m.Arg0 {
 			if !st.deliver(m.Data) {
 				// A second WRTE before our OKAY breaks flow control.
+				c.s.log.Debug("WRTE before OKAY: closing the stream", "conn", c.id, "stream", st.local)
 				st.Close()
 			}
 		}
@@ -171,7 +172,7 @@ func (c *conn) newStream(remote uint32) *stream {
 		}
 	}
 	st := &stream{c: c, local: c.nextID, remote: remote, maxData: c.maxData,
-		in: make(chan []byte, 1), ack: make(chan struct{}, 1), bound: make(chan struct{}), done: make(chan struct{})}
+		in: make(chan []byte, inQueue), ack: make(chan struct{}, 1), bound: make(chan struct{}), done: make(chan struct{})}
 	if remote != 0 {
 		close(st.bound)
 	}
@@ -232,9 +233,15 @@ func (c *conn) openToHost(ctx context.Context, dest string) (*stream, error) {
 	return nil, fmt.Errorf("open %s on host: no answer", serviceKind(dest))
 }
 
+// inQueue is how many WRTE payloads a stream holds for its service. A
+// WRTE is acknowledged at once while the queue has room, so the host sends
+// the next one while the service works (as adbd acknowledges queued data);
+// when the queue is full the OKAY waits until the service takes a payload.
+// A stream holds at most inQueue+1 payloads of at most 1 MiB.
+const inQueue = 2
+
 // stream is one adb stream, used by a service as an io.ReadWriteCloser.
-// Reads OKAY each WRTE once its bytes are taken; writes send one WRTE at a
-// time and wait for the host's OKAY.
+// Writes send one WRTE at a time and wait for the host's OKAY.
 type stream struct {
 	c       *conn
 	local   uint32
@@ -242,15 +249,17 @@ type stream struct {
 
 	rmu    sync.Mutex // serialises Read
 	cur    []byte
-	in     chan []byte   // the host's one WRTE in flight
+	in     chan []byte   // WRTE payloads not yet taken by the service
 	wmu    sync.Mutex    // serialises Write
 	ack    chan struct{} // the host's OKAY for our WRTE
 	bound  chan struct{} // closed once the host's id is known
 	done   chan struct{} // closed when the stream is closed by either side
 	closed sync.Once
 
-	idmu   sync.Mutex
-	remote uint32
+	// idmu guards the fields that follow.
+	idmu       sync.Mutex
+	remote     uint32
+	pendingAck bool // a WRTE arrived when the queue was full
 }
 
 func (st *stream) remoteID() uint32 {
@@ -280,12 +289,26 @@ func (st *stream) deliver(b []byte) bool {
 		return true
 	default:
 	}
-	select {
-	case st.in <- b:
-		return true
-	default:
+	st.idmu.Lock()
+	if st.pendingAck {
+		// The host sent a WRTE before our OKAY: flow control broken.
+		st.idmu.Unlock()
 		return false
 	}
+	select {
+	case st.in <- b:
+	default:
+		st.idmu.Unlock()
+		return false
+	}
+	ackNow := len(st.in) < cap(st.in)
+	st.pendingAck = !ackNow
+	remote := st.remote
+	st.idmu.Unlock()
+	if ackNow {
+		st.c.send(adbwire.CmdOKAY, st.local, remote, nil)
+	}
+	return true
 }
 
 // Read implements io.Reader. It returns io.EOF once the stream is closed
@@ -309,17 +332,32 @@ func (st *stream) Read(p []byte) (int, error) {
 			}
 		}
 		st.cur = b
-		// The bytes are ours now: let the host send the next WRTE while
-		// the service works on these.
-		select {
-		case <-st.done:
-		default:
-			st.c.send(adbwire.CmdOKAY, st.local, st.remoteID(), nil)
-		}
+		st.taken()
 	}
 	n := copy(p, st.cur)
 	st.cur = st.cur[n:]
 	return n, nil
+}
+
+// taken runs after Read took a payload off the queue: if a WRTE was held
+// back and there is room again, it is acknowledged now. The room is
+// checked, not assumed: the take may have happened before the WRTE that
+// filled the queue arrived.
+func (st *stream) taken() {
+	st.idmu.Lock()
+	ack := st.pendingAck && len(st.in) < cap(st.in)
+	if ack {
+		st.pendingAck = false
+	}
+	remote := st.remote
+	st.idmu.Unlock()
+	if ack {
+		select {
+		case <-st.done:
+		default:
+			st.c.send(adbwire.CmdOKAY, st.local, remote, nil)
+		}
+	}
 }
 
 // Write implements io.Writer.

@@ -26,9 +26,7 @@ func (s *Server) syncService() serviceFunc {
 	return func(ctx context.Context, st *stream) {
 		uid := s.cfg.Hooks.UID()
 		err := proc.RunAs(uid, uid, func() error { return serveSync(st) })
-		if err != nil {
-			s.log.Debug("sync ended", "err", err)
-		}
+		s.log.Debug("sync ended", "err", err)
 	}
 }
 
@@ -36,7 +34,8 @@ func (s *Server) syncService() serviceFunc {
 // a protocol error.
 func serveSync(st io.ReadWriter) error {
 	r := bufio.NewReaderSize(st, 128<<10)
-	w := bufio.NewWriterSize(st, 512<<10)
+	// One WRTE of the largest payload per flush when pulling.
+	w := bufio.NewWriterSize(st, adbwire.MaxPayload)
 	buf := make([]byte, adbwire.MaxSyncData)
 	for {
 		req, err := adbwire.ReadSyncRequest(r)
