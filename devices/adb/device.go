@@ -331,16 +331,29 @@ func (d *Device) gadbDevice() (gadb.Device, error) {
 // ctxReader and ctxWriter stop gadb's transfer loops at the next chunk
 // once ctx is done (gadb itself takes no context; its own read deadline
 // of 60 s bounds a stalled server).
+//
+// ctxReader also never returns data together with io.EOF: gadb v0.1.0's
+// push loop drops the bytes of a Read that ends with io.EOF (zip and
+// compress readers do that), so EOF is held back for the next call.
 type ctxReader struct {
 	ctx context.Context
 	r   io.Reader
+	eof bool
 }
 
-func (c ctxReader) Read(p []byte) (int, error) {
+func (c *ctxReader) Read(p []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {
 		return 0, err
 	}
-	return c.r.Read(p)
+	if c.eof {
+		return 0, io.EOF
+	}
+	n, err := c.r.Read(p)
+	if err == io.EOF && n > 0 {
+		c.eof = true
+		return n, nil
+	}
+	return n, err
 }
 
 type ctxWriter struct {
@@ -365,7 +378,7 @@ func (d *Device) Push(ctx context.Context, r io.Reader, remote string, mode fs.F
 	if err != nil {
 		return fmt.Errorf("push %s: %w", remote, err)
 	}
-	if err := g.Push(ctxReader{ctx, r}, remote, time.Now(), mode.Perm()); err != nil {
+	if err := g.Push(&ctxReader{ctx: ctx, r: r}, remote, time.Now(), mode.Perm()); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("push %s: %w", remote, ctx.Err())
 		}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/agentoslab/agentlab/devices"
@@ -268,6 +269,14 @@ func TestPushPullStat(t *testing.T) {
 	}
 	if err := f.d.Pull(ctx, "/missing", io.Discard); !errors.Is(err, devices.ErrNotExist) {
 		t.Fatalf("Pull(missing) = %v", err)
+	}
+	// A reader that returns its last bytes together with io.EOF (as zip
+	// readers do) must not lose them.
+	if err := f.d.Push(ctx, iotest.DataErrReader(bytes.NewReader(data)), "/data/local/tmp/blob2", 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.dev.ReadFile("/data/local/tmp/blob2"); !bytes.Equal(got.Data, data) {
+		t.Fatalf("push from a data+EOF reader: got %d bytes, want %d", len(got.Data), len(data))
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
