@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -106,13 +107,25 @@ func start(ctx context.Context, adb string, port int, out io.Writer, log *slog.L
 	s.cmd.Stdout = out
 	s.cmd.Stderr = out
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
-		return nil, err
-	}
+	// Pdeathsig fires when the thread that started the child exits, and Go
+	// ends threads whose goroutine exits while locked to them: start and
+	// wait from one goroutine that keeps its own thread for the server's
+	// life, so the server dies with this process and only then.
+	started := make(chan error, 1)
 	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := s.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		s.cmd.Wait()
 		close(s.done)
 	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	t := time.NewTicker(20 * time.Millisecond)
