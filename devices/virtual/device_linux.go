@@ -374,30 +374,31 @@ func (d *Device) release() {
 func (d *Device) Stop(ctx context.Context) error {
 	d.mu.Lock()
 	d.stopping = true
-	pid := d.initPID
 	d.mu.Unlock()
-	select {
-	case <-d.exited:
-		return nil
-	default:
+	// SIGTERM asks init to shut down; if a reboot raced with Stop, the
+	// new init gets it too. After the grace period, SIGKILL: killing PID 1
+	// of the namespace kills everything inside.
+	grace := time.NewTimer(5 * time.Second)
+	defer grace.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	signalled, sig := 0, unix.SIGTERM
+	cancelled := ctx.Done()
+	for {
+		if pid := d.InitPID(); pid > 0 && pid != signalled {
+			unix.Kill(pid, sig)
+			signalled = pid
+		}
+		select {
+		case <-d.exited:
+			return nil
+		case <-tick.C:
+		case <-grace.C:
+			sig, signalled = unix.SIGKILL, 0
+		case <-cancelled:
+			sig, signalled, cancelled = unix.SIGKILL, 0, nil
+		}
 	}
-	if pid > 0 {
-		unix.Kill(pid, unix.SIGTERM)
-	}
-	t := time.NewTimer(5 * time.Second)
-	defer t.Stop()
-	select {
-	case <-d.exited:
-		return nil
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	// Killing PID 1 of the namespace kills everything inside.
-	if pid := d.InitPID(); pid > 0 {
-		unix.Kill(pid, unix.SIGKILL)
-	}
-	<-d.exited
-	return nil
 }
 
 // List returns every device under stateDir ("" = the default).

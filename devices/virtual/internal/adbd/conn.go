@@ -16,9 +16,19 @@ import (
 	"github.com/agentoslab/agentlab/devices/internal/adbwire"
 )
 
-// writeTimeout bounds one message write to the host; a host that stops
-// reading for that long loses the connection.
-const writeTimeout = 60 * time.Second
+// Limits of what one adb server can make the daemon hold.
+const (
+	// writeTimeout bounds one message write to the host; a host that
+	// stops reading for that long loses the connection.
+	writeTimeout = 60 * time.Second
+	// maxStreams bounds the open streams of a connection; further OPENs
+	// are refused (CLSE), as a busy adbd refuses them.
+	maxStreams = 1024
+	// maxConns bounds concurrent connections (adb servers).
+	maxConns = 64
+	// maxReverses bounds the reverse listeners of a connection.
+	maxReverses = 128
+)
 
 // errStreamClosed is returned by stream reads and writes after either side
 // closed the stream.
@@ -192,6 +202,14 @@ func (c *conn) forget(st *stream) {
 // service that can not start (unknown name, refused connection) is
 // rejected with CLSE(0, id) instead of being accepted and closed.
 func (c *conn) open(remote uint32, dest string) {
+	c.mu.Lock()
+	full := len(c.streams) >= maxStreams
+	c.mu.Unlock()
+	if full {
+		c.s.log.Debug("open refused: too many streams", "conn", c.id)
+		c.send(adbwire.CmdCLSE, 0, remote, nil)
+		return
+	}
 	run, err := c.s.service(c, dest)
 	if err != nil {
 		c.s.log.Debug("open refused", "conn", c.id, "service", serviceKind(dest), "err", err)
@@ -489,6 +507,11 @@ func (s *Server) ServeConn(nc net.Conn) error {
 		s.mu.Unlock()
 		nc.Close()
 		return net.ErrClosed
+	}
+	if len(s.conns) >= maxConns {
+		s.mu.Unlock()
+		nc.Close()
+		return errors.New("too many adb connections")
 	}
 	s.nextID++
 	c := newConn(s, nc, s.nextID)

@@ -204,10 +204,10 @@ func (c *conn) addReverse(local, remote string, norebind bool) (int, error) {
 	}
 	r := &reverse{local: key, remote: remote, ln: ln}
 	c.mu.Lock()
-	if c.ctx.Err() != nil {
+	if c.ctx.Err() != nil || len(c.reverses) >= maxReverses {
 		c.mu.Unlock()
 		ln.Close()
-		return 0, fmt.Errorf("cannot bind listener: connection closed")
+		return 0, fmt.Errorf("cannot bind listener: connection closed or too many reverse forwards")
 	}
 	c.reverses[key] = r
 	c.mu.Unlock()
