@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,6 +39,7 @@ const (
 // detached device keeper, it runs that and exits; otherwise it returns at
 // once.
 func Init() {
+	initCalled.Store(true)
 	if os.Getenv(boot.EnvInit) != "" && os.Getpid() == 1 {
 		os.Exit(boot.Main())
 	}
@@ -48,6 +50,13 @@ func Init() {
 		os.Exit(runKeeper())
 	}
 }
+
+// initCalled records that Init ran: without it, the binary re-executed
+// as a device's init would run its own main inside the device.
+var initCalled atomic.Bool
+
+// errNoInit is returned by Start when Init was not called.
+var errNoInit = errors.New("virtual device: call virtual.Init() first thing in main (and in TestMain): this binary is re-executed as the device's init")
 
 // Device is a running virtual device owned by this process.
 type Device struct {
@@ -109,6 +118,9 @@ func Start(ctx context.Context, opts *Options) (*Device, error) {
 	}
 	if !hasSysAdmin() {
 		return nil, fmt.Errorf("virtual device needs root (CAP_SYS_ADMIN) to create Linux namespaces: %w", ErrUnsupported)
+	}
+	if !initCalled.Load() {
+		return nil, errNoInit
 	}
 	if err := o.normalize(); err != nil {
 		return nil, err

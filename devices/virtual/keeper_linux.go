@@ -45,6 +45,9 @@ func StartDetached(ctx context.Context, opts *Options) (*Info, error) {
 	if !hasSysAdmin() {
 		return nil, fmt.Errorf("virtual device needs root (CAP_SYS_ADMIN) to create Linux namespaces: %w", ErrUnsupported)
 	}
+	if !initCalled.Load() {
+		return nil, errNoInit
+	}
 	if err := o.normalize(); err != nil {
 		return nil, err
 	}
