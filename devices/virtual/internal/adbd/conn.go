@@ -168,10 +168,14 @@ func (c *conn) send(cmd adbwire.Command, a0, a1 uint32, data []byte) error {
 	return nil
 }
 
-// newStream registers a stream with a fresh local id.
+// newStream registers a stream with a fresh local id; nil once the
+// connection is closing.
 func (c *conn) newStream(remote uint32) *stream {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.ctx.Err() != nil {
+		return nil
+	}
 	for {
 		c.nextID++
 		if c.nextID == 0 {
@@ -200,7 +204,9 @@ func (c *conn) forget(st *stream) {
 
 // open answers a host OPEN: the service is set up first, so that a
 // service that can not start (unknown name, refused connection) is
-// rejected with CLSE(0, id) instead of being accepted and closed.
+// rejected with CLSE(0, id) instead of being accepted and closed. Setup
+// (a socket dial) may block, so it runs off the reading goroutine: the
+// host sends nothing on a stream before our OKAY.
 func (c *conn) open(remote uint32, dest string) {
 	c.mu.Lock()
 	full := len(c.streams) >= maxStreams
@@ -210,21 +216,25 @@ func (c *conn) open(remote uint32, dest string) {
 		c.send(adbwire.CmdCLSE, 0, remote, nil)
 		return
 	}
-	run, err := c.s.service(c, dest)
-	if err != nil {
-		c.s.log.Debug("open refused", "conn", c.id, "service", serviceKind(dest), "err", err)
-		c.send(adbwire.CmdCLSE, 0, remote, nil)
-		return
-	}
-	st := c.newStream(remote)
-	if err := c.send(adbwire.CmdOKAY, st.local, remote, nil); err != nil {
-		c.forget(st)
-		return
-	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		run, cleanup, err := c.s.service(c, dest)
+		if err != nil {
+			c.s.log.Debug("open refused", "conn", c.id, "service", serviceKind(dest), "err", err)
+			c.send(adbwire.CmdCLSE, 0, remote, nil)
+			return
+		}
+		st := c.newStream(remote)
+		if st == nil {
+			cleanup()
+			return
+		}
 		defer st.Close()
+		if err := c.send(adbwire.CmdOKAY, st.local, remote, nil); err != nil {
+			cleanup()
+			return
+		}
 		run(c.ctx, st)
 	}()
 }
@@ -233,6 +243,9 @@ func (c *conn) open(remote uint32, dest string) {
 // for the host to accept it.
 func (c *conn) openToHost(ctx context.Context, dest string) (*stream, error) {
 	st := c.newStream(0)
+	if st == nil {
+		return nil, fmt.Errorf("open %s on host: connection closed", serviceKind(dest))
+	}
 	if err := c.send(adbwire.CmdOPEN, st.local, 0, append([]byte(dest), 0)); err != nil {
 		c.forget(st)
 		return nil, err

@@ -40,8 +40,24 @@ type Hooks struct {
 
 type serviceFunc func(ctx context.Context, st *stream)
 
-// service sets up the service named dest. An error rejects the OPEN.
-func (s *Server) service(c *conn, dest string) (serviceFunc, error) {
+func noCleanup() {}
+
+// service sets up the service named dest. An error rejects the OPEN;
+// cleanup releases what setup took if the stream never starts.
+func (s *Server) service(c *conn, dest string) (run serviceFunc, cleanup func(), err error) {
+	switch name, _, _ := strings.Cut(dest, ":"); name {
+	case "tcp", "localabstract", "localreserved", "localfilesystem", "local":
+		sock, err := s.dialSocket(dest)
+		if err != nil {
+			return nil, nil, err
+		}
+		return func(ctx context.Context, st *stream) { pump(st, sock) }, func() { sock.Close() }, nil
+	}
+	run, err = s.setup(c, dest)
+	return run, noCleanup, err
+}
+
+func (s *Server) setup(c *conn, dest string) (serviceFunc, error) {
 	name, arg, _ := strings.Cut(dest, ":")
 	switch {
 	case name == "shell" || strings.HasPrefix(name, "shell,"):
@@ -50,12 +66,6 @@ func (s *Server) service(c *conn, dest string) (serviceFunc, error) {
 		return s.shellService([]string{"raw"}, arg), nil
 	case dest == "sync:":
 		return s.syncService(), nil
-	case name == "tcp" || name == "localabstract" || name == "localreserved" || name == "localfilesystem" || name == "local":
-		sock, err := s.dialSocket(dest)
-		if err != nil {
-			return nil, err
-		}
-		return func(ctx context.Context, st *stream) { pump(st, sock) }, nil
 	case name == "reverse":
 		return func(ctx context.Context, st *stream) { c.reverse(st, arg) }, nil
 	case dest == "root:" || dest == "unroot:":
@@ -71,7 +81,7 @@ func (s *Server) service(c *conn, dest string) (serviceFunc, error) {
 			case <-ctx.Done():
 			}
 		}, nil
-	case dest == "remount:" || strings.HasPrefix(dest, "remount:"):
+	case name == "remount":
 		return s.textService(func() string {
 			if s.cfg.Hooks.UID() != 0 {
 				return "Not running as root. Try \"adb root\" first.\n"
