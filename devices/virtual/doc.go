@@ -11,8 +11,7 @@
 // identity inside the device is real.
 //
 // What a virtual device is not: there is no Binder, so no pm, am, cmd or
-// dumpsys (and no battery); no SELinux; no pty (an interactive "adb
-// shell" is a shell on a pipe); no screencap (screenshots are unsupported,
+// dumpsys (and no battery); no SELinux; no screencap (screenshots are unsupported,
 // and the missing binary says so); modules' system/ folders are not
 // overlaid onto /system. The host's /usr, /etc and libraries are visible
 // read-only, nosuid.

@@ -93,11 +93,20 @@ func newADB(t testing.TB) *adbHarness {
 // run runs the adb CLI and returns its stdout+stderr and exit code.
 func (a *adbHarness) run(args ...string) (string, int) {
 	a.t.Helper()
+	return a.runInput("", args...)
+}
+
+// runInput runs the adb CLI with input on its stdin.
+func (a *adbHarness) runInput(input string, args ...string) (string, int) {
+	a.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var out bytes.Buffer
 	cmd := a.srv.Command(ctx, args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
+	if input != "" {
+		cmd.Stdin = strings.NewReader(input)
+	}
 	err := cmd.Run()
 	var ee *exec.ExitError
 	switch {

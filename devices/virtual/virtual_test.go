@@ -76,6 +76,15 @@ func TestADBShellAndProps(t *testing.T) {
 		}
 	}
 
+	// An interactive shell reads stdin; -tt forces a pty, as for a person
+	// at a terminal.
+	if out, code := a.runInput("id -u\nexit 6\n", "-s", d.Serial(), "shell"); code != 6 || out != "2000\n" {
+		t.Errorf("interactive shell on a pipe: exit %d %q", code, out)
+	}
+	if out, code := a.runInput("tty; exit 4\n", "-s", d.Serial(), "shell", "-tt"); code != 4 || !strings.Contains(out, "/dev/pts/0") {
+		t.Errorf("interactive shell on a pty: exit %d %q", code, out)
+	}
+
 	// getprop without a name lists Android's "[key]: [value]" lines.
 	all := a.mustShell(d, "getprop")
 	for _, want := range []string{"[ro.product.model]: [AgentLab Virtual Device]", "[ro.debuggable]: [1]",

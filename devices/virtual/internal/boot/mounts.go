@@ -99,6 +99,13 @@ func setupRoot(cfg *Config) error {
 	if err := os.Mkdir(at("dev/tmp"), 0o700); err != nil {
 		return err
 	}
+	// A private devpts instance: ptys of interactive adb shells.
+	if err := mkMount("devpts", at("dev/pts"), "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+		return err
+	}
+	if err := os.Symlink("pts/ptmx", at("dev/ptmx")); err != nil {
+		return err
+	}
 	if err := mkMount("tmpfs", at("dev/shm"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=16m"); err != nil {
 		return err
 	}

@@ -28,6 +28,9 @@ type Cmd struct {
 	// Setsid puts the process in a new session and process group, so
 	// KillGroup reaches its descendants.
 	Setsid bool
+	// Ctty makes fd 0 (a pty slave) the controlling terminal of the new
+	// session; it needs Setsid.
+	Ctty bool
 }
 
 // Process is a started process.
@@ -157,7 +160,7 @@ func (r *Reaper) Start(c *Cmd) (*Process, error) {
 		Dir:   c.Dir,
 		Env:   c.Env,
 		Files: fds,
-		Sys:   &syscall.SysProcAttr{Credential: c.Cred, Setsid: c.Setsid},
+		Sys:   &syscall.SysProcAttr{Credential: c.Cred, Setsid: c.Setsid, Setctty: c.Ctty, Ctty: 0},
 	}
 	r.mu.Lock()
 	if r.closed {
