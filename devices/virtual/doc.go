@@ -11,10 +11,10 @@
 // identity inside the device is real.
 //
 // What a virtual device is not: there is no Binder, so no pm, am, cmd or
-// dumpsys (and no battery); no SELinux; no screencap (screenshots are unsupported,
-// and the missing binary says so); modules' system/ folders are not
-// overlaid onto /system. The host's /usr, /etc and libraries are visible
-// read-only, nosuid.
+// dumpsys (and no battery); no SELinux; no screencap (screenshots are
+// unsupported, and the missing binary says so); no network but loopback;
+// modules' system/ folders are not overlaid onto /system. The host's
+// /usr, /etc and libraries are visible read-only, nosuid.
 //
 // Starting a device needs Linux and root (CAP_SYS_ADMIN). Any binary that
 // starts devices must call Init first thing in main (and test binaries in
