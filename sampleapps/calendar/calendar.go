@@ -113,20 +113,25 @@ func Open(ctx context.Context, dataDir string, opts *Options) (*App, error) {
 	if o.SystemDir == "" {
 		o.SystemDir = filepath.Join(dataDir, "system")
 	}
-	for _, dir := range []string{dataDir, o.SystemDir} {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("calendar: %w", err)
-		}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("calendar: %w", err)
+	}
+	if err := apptool.SharedDir(o.SystemDir); err != nil {
+		return nil, fmt.Errorf("calendar: %w", err)
 	}
 	local, err := sqlitedb.Open(ctx, filepath.Join(dataDir, "calendar.db"), localMigrations)
 	if err != nil {
 		return nil, fmt.Errorf("calendar: %w", err)
 	}
-	sys, err := sqlitedb.Open(ctx, filepath.Join(o.SystemDir, "calendar_provider.db"), systemMigrations)
+	provider := filepath.Join(o.SystemDir, "calendar_provider.db")
+	sys, err := sqlitedb.Open(ctx, provider, systemMigrations)
 	if err != nil {
 		local.Close()
 		return nil, fmt.Errorf("calendar: provider: %w", err)
 	}
+	// Every app uid of the device opens the provider; SQLite gives the
+	// -wal and -shm files it creates later the database file's mode.
+	apptool.ShareFiles(provider, provider+"-wal", provider+"-shm")
 	a := &App{local: local, sys: sys, now: o.Clock, loc: o.Location, log: o.Logger, zones: map[string]*time.Location{}}
 	a.tools = a.buildTools()
 	return a, nil

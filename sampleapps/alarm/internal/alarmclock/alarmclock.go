@@ -17,6 +17,8 @@ import (
 	"sort"
 	"syscall"
 	"time"
+
+	"github.com/agentoslab/agentlab/sampleapps/apptool"
 )
 
 // FileName is the clock's file inside the shared directory.
@@ -117,7 +119,7 @@ func (c *Clock) Next(now time.Time) (e Entry, ok bool, err error) {
 }
 
 func (c *Clock) locked(fn func() error) error {
-	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+	if err := apptool.SharedDir(c.dir); err != nil {
 		return fmt.Errorf("alarm clock: %w", err)
 	}
 	lf, err := os.OpenFile(filepath.Join(c.dir, FileName+".lock"), os.O_CREATE|os.O_RDWR, 0o666)

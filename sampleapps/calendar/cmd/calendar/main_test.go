@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -33,7 +34,16 @@ func TestMain(m *testing.M) {
 
 func run(t *testing.T, env []string, args ...string) (int, map[string]any) {
 	t.Helper()
+	return runAs(t, nil, env, args...)
+}
+
+// runAs runs the binary under cred (nil: as the test).
+func runAs(t *testing.T, cred *syscall.Credential, env []string, args ...string) (int, map[string]any) {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
 	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
@@ -86,5 +96,68 @@ func TestBinary(t *testing.T) {
 	// The provider is shared: its file lives in the system dir.
 	if _, err := os.Stat(filepath.Join(dir, "sys", "calendar_provider.db")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Two calendar apps under their own uids share the simulated provider the
+// first one created, as two apps share CalendarContract on a phone.
+func TestProviderSharedAcrossUIDs(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run the app under other uids")
+	}
+	root := t.TempDir()
+	for _, d := range []string{filepath.Dir(root), root, filepath.Dir(bin)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The launcher offers a world-writable place; the first app creates
+	// the system dir in it.
+	shared := filepath.Join(root, "shared")
+	if err := os.Mkdir(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	sys := filepath.Join(shared, "system")
+	apps := []struct {
+		uid  uint32
+		data string
+	}{{10071, filepath.Join(root, "a")}, {10072, filepath.Join(root, "b")}}
+	for _, a := range apps {
+		if err := os.Mkdir(a.data, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(a.data, int(a.uid), int(a.uid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := func(data string) []string {
+		return []string{"AGENTOS_APP_DATA=" + data, "AGENTOS_SYSTEM_DATA=" + sys, "TZ=UTC", "HOME=" + data}
+	}
+	steps := []struct {
+		app  int
+		args []string
+	}{
+		{0, []string{"set", "permission", "granted"}},
+		{1, []string{"set", "permission", "granted"}},
+		{0, []string{"tool", "event_create", `{"title":"from a","start":"2026-10-12T09:00:00Z","calendar_id":"sys:1"}`}},
+		{1, []string{"tool", "event_create", `{"title":"from b","start":"2026-10-12T10:00:00Z","calendar_id":"sys:1"}`}},
+	}
+	for _, s := range steps {
+		a := apps[s.app]
+		if code, doc := runAs(t, &syscall.Credential{Uid: a.uid, Gid: a.uid}, env(a.data), s.args...); code != 0 {
+			t.Fatalf("uid %d %v: exit %d %v", a.uid, s.args, code, doc)
+		}
+	}
+	a := apps[0]
+	_, doc := runAs(t, &syscall.Credential{Uid: a.uid, Gid: a.uid}, env(a.data), "tool", "event_search", `{"query":"from"}`)
+	if r, _ := doc["result"].(map[string]any); r == nil || r["total"] != 2.0 {
+		t.Fatalf("app a sees %v", doc)
+	}
+	fi, err := os.Stat(sys)
+	if err != nil || fi.Mode().Perm() != 0o777 {
+		t.Fatalf("system dir mode %v (%v)", fi.Mode(), err)
 	}
 }
