@@ -22,6 +22,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
 
+// testdataDir is absolute: some tests change the working directory.
+var testdataDir, _ = filepath.Abs("testdata")
+
 const testBanner = "device::ro.product.name=vdev_x86_64;ro.product.model=Virtual Device;ro.product.device=vdev;features=shell_v2,stat_v2,ls_v2,fixed_push_mkdir"
 
 // newTestServer serves one end of a pipe; the other end is the "host".
@@ -161,13 +164,21 @@ func TestTranscriptShell(t *testing.T) {
 	golden(t, "transcript_shell.txt", h.log.String())
 }
 
+const shellHeader = "# Host<->device packets of one connection (> host to device, < device to host).\n" +
+	"# Pins: one CNXN answer, only after the host's; OKAY binds OPEN; one WRTE in flight;\n" +
+	"# shell v2 stdout+exit packets then CLSE; CLSE(0,id) for unknown services;\n" +
+	"# unknown stream ids and a repeated CNXN ignored. Regenerate with -update.\n"
+
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	const header = "# Host<->device packets of one connection (> host to device, < device to host).\n" +
-		"# Pins: one CNXN answer, only after the host's; OKAY binds OPEN; one WRTE in flight;\n" +
-		"# shell v2 stdout+exit packets then CLSE; CLSE(0,id) for unknown services;\n" +
-		"# unknown stream ids and a repeated CNXN ignored. Regenerate with -update.\n"
+	goldenFile(t, name, shellHeader, got)
+}
+
+// goldenFile compares got with testdata/name (after its prose header),
+// or rewrites the file with -update.
+func goldenFile(t *testing.T, name, header, got string) {
+	t.Helper()
+	path := filepath.Join(testdataDir, name)
 	if *update {
 		if err := os.WriteFile(path, []byte(header+got), 0o644); err != nil {
 			t.Fatal(err)
@@ -317,3 +328,58 @@ func TestEarlyAckInterleaving(t *testing.T) {
 		t.Fatal("held-back OKAY not sent once the queue had room")
 	}
 }
+
+// TestTranscriptSync pins a sync session: SEND of a small file with its
+// mtime (the body straddles WRTEs mid-header), STAT v1 of it and of a
+// missing path, RECV, a RECV failure, and QUIT ending the stream.
+func TestTranscriptSync(t *testing.T) {
+	needRoot(t)
+	// Relative paths keep the transcript free of the temp dir's name (and
+	// of its length, which is on the wire); so no t.Parallel.
+	t.Chdir(t.TempDir())
+	h := &host{t: t, nc: newTestServer(t, 0)}
+	h.send(adbwire.CmdCNXN, adbwire.Version, adbwire.MaxPayload, "host::features=shell_v2,cmd,stat_v2,ls_v2")
+	h.recv()
+	h.log.Reset()
+	file := "f.txt"
+	h.send(adbwire.CmdOPEN, 5, 0, "sync:\x00")
+	okay := h.recv()
+	local := okay.Arg0
+	var body []byte
+	body = adbwire.AppendSyncRequest(body, adbwire.SyncSEND, file+",33188")
+	body = adbwire.AppendSyncData(body, []byte("hello sync\n"))
+	body = adbwire.AppendSyncDone(body, 1234567890)
+	h.send(adbwire.CmdWRTE, 5, local, string(body[:len(body)-6]))
+	h.recv() // OKAY
+	h.send(adbwire.CmdWRTE, 5, local, string(body[len(body)-6:]))
+	h.recv() // OKAY
+	if m := h.recv(); m.Command != adbwire.CmdWRTE || string(m.Data) != "OKAY\x00\x00\x00\x00" {
+		t.Fatalf("SEND status %s", format(&m))
+	}
+	h.send(adbwire.CmdOKAY, 5, local, "")
+	for _, req := range [][]byte{
+		adbwire.AppendSyncRequest(nil, adbwire.SyncSTAT, file),
+		adbwire.AppendSyncRequest(nil, adbwire.SyncSTAT, file+".missing"),
+		adbwire.AppendSyncRequest(nil, adbwire.SyncRECV, file),
+		adbwire.AppendSyncRequest(nil, adbwire.SyncRECV, file+".missing"),
+	} {
+		h.send(adbwire.CmdWRTE, 5, local, string(req))
+		h.recv() // OKAY
+		h.recv() // the reply
+		h.send(adbwire.CmdOKAY, 5, local, "")
+	}
+	h.send(adbwire.CmdWRTE, 5, local, string(adbwire.AppendSyncRequest(nil, adbwire.SyncQUIT, "")))
+	h.recv() // OKAY
+	if m := h.recv(); m.Command != adbwire.CmdCLSE {
+		t.Fatalf("QUIT answered %s", format(&m))
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "hello sync\n" {
+		t.Fatalf("pushed file %q %v", b, err)
+	}
+	goldenFile(t, "transcript_sync.txt", syncHeader, h.log.String())
+}
+
+const syncHeader = "# A sync session after CNXN (> host to device, < device to host).\n" +
+	"# Pins: SEND body split mid-header across WRTEs; OKAY status after DONE; STAT v1 reply\n" +
+	"# (mode 0 for a missing path); RECV as DATA+DONE; RECV failure as FAIL with strerror;\n" +
+	"# QUIT ends the stream with CLSE. Regenerate with -update.\n"
