@@ -239,6 +239,9 @@ func (w *world) zone(name string) *time.Location {
 	}
 	z, err := time.LoadLocation(name)
 	if err != nil {
+		// Written by another calendar app, or a zone this build lacks:
+		// repeat in the device zone rather than fail every call.
+		a.log.Warn("calendar: unknown event time zone; using the device zone", "zone", name)
 		z = a.loc
 	}
 	a.zones[name] = z

@@ -290,3 +290,16 @@ func TestResultCap(t *testing.T) {
 		}
 	}
 }
+
+// A provider event in a zone this build does not know repeats in the
+// device zone instead of failing every call.
+func TestUnknownEventZone(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "Asia/Shanghai", "2026-10-12T06:00")
+	f.grant()
+	start := time.Date(2026, 10, 12, 1, 0, 0, 0, time.UTC) // 09:00 in Shanghai
+	f.insertSystem(&event{CalendarID: 1, Title: "elsewhere", Start: start, End: start.Add(time.Hour), TZ: "Mars/Olympus_Mons", Recurrence: "daily"})
+	if got := fmt.Sprint(f.listStarts("2026-10-12", "2026-10-13")); got != "[2026-10-12T09:00:00+08:00 2026-10-13T09:00:00+08:00]" {
+		t.Fatalf("starts = %s", got)
+	}
+}
