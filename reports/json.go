@@ -5,8 +5,10 @@ import (
 	"io"
 )
 
-// writeJSON writes results.json: two-space indented, fields in struct order,
-// HTML characters left as they are (the file is data, not markup).
+// writeJSON writes v as indented JSON, fields in struct order, HTML
+// characters left as they are (the files are data, not markup). Run and the
+// upstream document have faster hand-written encoders (jsonenc.go) that
+// produce the same bytes.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -61,5 +63,5 @@ func writeUpstream(w io.Writer, r *Run) error {
 			doc.PersonTouchesPerScenario[s.Name] = s.PersonTouches
 		}
 	}
-	return writeJSON(w, doc)
+	return encodeUpstream(w, &doc)
 }

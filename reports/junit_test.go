@@ -35,6 +35,9 @@ func hostileRun() *Run {
 	s := &r.Scenarios[0]
 	s.Reason = "ANSI \x1b[31mred\x1b[0m and NUL \x00 and ]]> end of CDATA"
 	s.Checks[4].Detail = "line one\nline two ]]> <tag> & \x07"
+	r.Scenarios[1].Name = "bad \xff utf-8 \uFFFE and\ttab\r\nnewline 'q'"
+	r.Scenarios[1].Tags = []string{"a\x01b"}
+	r.Devices[0].QuarantineReason = "\x00 nul"
 	return r
 }
 
@@ -61,6 +64,38 @@ func TestJUnitMatchesXSD(t *testing.T) {
 	bad := `<testsuites><testsuite name="x" tests="one"><testcase/></testsuite></testsuites>`
 	if err := schema.Validate(strings.NewReader(bad)); err == nil {
 		t.Fatal("the JUnit schema accepted tests=\"one\" and a testcase without a name")
+	}
+}
+
+// TestJUnitEncoderMatchesEncodingXML holds the hand-written encoder to the
+// bytes encoding/xml produces for the same document.
+func TestJUnitEncoderMatchesEncodingXML(t *testing.T) {
+	t.Parallel()
+	runs := map[string]*Run{
+		"sample":  sampleRun(),
+		"hostile": hostileRun(),
+		"empty":   {RunID: "e", Model: Model{Kind: ModelStub}},
+		"big":     bigRun(300),
+	}
+	runs["no devices"] = sampleRun()
+	runs["no devices"].Devices = nil
+	for name, r := range runs {
+		doc := junitDoc(prepare(r))
+		var fast, std bytes.Buffer
+		if err := encodeJUnit(&fast, doc); err != nil {
+			t.Fatal(err)
+		}
+		std.WriteString(xml.Header)
+		enc := xml.NewEncoder(&std)
+		enc.Indent("", "  ")
+		if err := enc.Encode(doc); err != nil {
+			t.Fatal(err)
+		}
+		enc.Close()
+		std.WriteString("\n")
+		if !bytes.Equal(fast.Bytes(), std.Bytes()) {
+			t.Errorf("%s: hand-written junit.xml differs from encoding/xml:\n%s", name, firstDiff(std.Bytes(), fast.Bytes()))
+		}
 	}
 }
 

@@ -135,6 +135,8 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		_ = r.Validate()
+		jsonTwins(t, "decoded", r)
+		jsonTwins(t, "decoded and prepared", prepare(r))
 		for _, format := range Formats {
 			var buf bytes.Buffer
 			if err := Render(&buf, r, format); err != nil {

@@ -50,6 +50,12 @@ func oneLine(s string) string {
 // [upstream: …]".
 func checkLine(c Check) string {
 	var b strings.Builder
+	b.Grow(24 + len(c.Name) + len(c.Detail) + len(c.Evidence) + len(c.Upstream))
+	writeCheckLine(&b, c)
+	return b.String()
+}
+
+func writeCheckLine(b *strings.Builder, c Check) {
 	if c.OK {
 		b.WriteString("[PASS] ")
 	} else {
@@ -70,7 +76,6 @@ func checkLine(c Check) string {
 		b.WriteString(c.Upstream)
 		b.WriteString("]")
 	}
-	return b.String()
 }
 
 // attemptLine summarises one attempt: "attempt 1 on vd-1: fail — error;

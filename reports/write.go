@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Format is one rendering of a run.
@@ -111,16 +113,26 @@ func Write(dir string, r *Run, formats ...Format) error {
 		return fmt.Errorf("write reports: %w", err)
 	}
 	p := prepare(r)
-	var errs []error
-	var buf bytes.Buffer
-	for _, f := range formats {
-		buf.Reset()
-		err := render(&buf, p, f, newConsoleSettings(nil, &ConsoleOptions{Color: ColorNever}))
-		if err == nil {
-			err = writeFileAtomic(filepath.Join(dir, f.FileName()), buf.Bytes())
+	// Render the formats side by side (they only read p), then write the
+	// files: a nightly run's reports are tens of megabytes.
+	bufs := make([]bytes.Buffer, len(formats))
+	errs := make([]error, len(formats))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, f := range formats {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = render(&bufs[i], p, f, newConsoleSettings(nil, &ConsoleOptions{Color: ColorNever}))
+		})
+	}
+	wg.Wait()
+	for i, f := range formats {
+		if errs[i] == nil {
+			errs[i] = writeFileAtomic(filepath.Join(dir, f.FileName()), bufs[i].Bytes())
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("write %s: %w", f.FileName(), err))
+		if errs[i] != nil {
+			errs[i] = fmt.Errorf("write %s: %w", f.FileName(), errs[i])
 		}
 	}
 	return errors.Join(errs...)
@@ -130,7 +142,7 @@ func Write(dir string, r *Run, formats ...Format) error {
 func render(w io.Writer, p *Run, f Format, cs consoleSettings) error {
 	switch f {
 	case FormatJSON:
-		return writeJSON(w, p)
+		return encodeRun(w, p)
 	case FormatJUnit:
 		return writeJUnit(w, p)
 	case FormatMarkdown:
