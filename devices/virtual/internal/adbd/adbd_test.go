@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,6 +93,29 @@ func (h *host) recv() adbwire.Message {
 	}
 	fmt.Fprintf(&h.log, "< %s\n", format(&m))
 	return m
+}
+
+// recvSet reads n messages that the device sends from different
+// goroutines (the OKAY for our WRTE, and the service's answer to it), whose
+// order on the wire is not defined, and records them OKAYs first.
+func (h *host) recvSet(n int) []adbwire.Message {
+	h.t.Helper()
+	ms := make([]adbwire.Message, 0, n)
+	for range n {
+		h.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		m, err := adbwire.ReadMessage(h.nc, adbwire.MaxPayload)
+		if err != nil {
+			h.t.Fatalf("recv: %v", err)
+		}
+		ms = append(ms, m)
+	}
+	sort.SliceStable(ms, func(i, j int) bool {
+		return ms[i].Command == adbwire.CmdOKAY && ms[j].Command != adbwire.CmdOKAY
+	})
+	for i := range ms {
+		fmt.Fprintf(&h.log, "< %s\n", format(&ms[i]))
+	}
+	return ms
 }
 
 // drain acknowledges WRTEs on a stream until the device closes it and
@@ -352,9 +376,8 @@ func TestTranscriptSync(t *testing.T) {
 	h.send(adbwire.CmdWRTE, 5, local, string(body[:len(body)-6]))
 	h.recv() // OKAY
 	h.send(adbwire.CmdWRTE, 5, local, string(body[len(body)-6:]))
-	h.recv() // OKAY
-	if m := h.recv(); m.Command != adbwire.CmdWRTE || string(m.Data) != "OKAY\x00\x00\x00\x00" {
-		t.Fatalf("SEND status %s", format(&m))
+	if m := h.recvSet(2); m[1].Command != adbwire.CmdWRTE || string(m[1].Data) != "OKAY\x00\x00\x00\x00" {
+		t.Fatalf("SEND status %s", format(&m[1]))
 	}
 	h.send(adbwire.CmdOKAY, 5, local, "")
 	for _, req := range [][]byte{
@@ -364,14 +387,12 @@ func TestTranscriptSync(t *testing.T) {
 		adbwire.AppendSyncRequest(nil, adbwire.SyncRECV, file+".missing"),
 	} {
 		h.send(adbwire.CmdWRTE, 5, local, string(req))
-		h.recv() // OKAY
-		h.recv() // the reply
+		h.recvSet(2) // OKAY and the reply
 		h.send(adbwire.CmdOKAY, 5, local, "")
 	}
 	h.send(adbwire.CmdWRTE, 5, local, string(adbwire.AppendSyncRequest(nil, adbwire.SyncQUIT, "")))
-	h.recv() // OKAY
-	if m := h.recv(); m.Command != adbwire.CmdCLSE {
-		t.Fatalf("QUIT answered %s", format(&m))
+	if m := h.recvSet(2); m[1].Command != adbwire.CmdCLSE {
+		t.Fatalf("QUIT answered %s", format(&m[1]))
 	}
 	if b, err := os.ReadFile(file); err != nil || string(b) != "hello sync\n" {
 		t.Fatalf("pushed file %q %v", b, err)
