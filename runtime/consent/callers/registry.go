@@ -208,8 +208,11 @@ type Registry struct {
 	entries     map[string]*entry
 	open        int // tracked channels
 	revocations []Revocation
-	health      string
-	closed      bool
+	// resigned marks packages whose signer changed since their grant: the
+	// next authorization request is flagged signatureChanged.
+	resigned map[string]bool
+	health   string
+	closed   bool
 }
 
 // Open loads the registry from opts.Dir.
@@ -219,7 +222,7 @@ func Open(opts *Options) (*Registry, error) {
 	}
 	r := &Registry{
 		dir: opts.Dir, clock: opts.Clock, canceller: opts.Canceller, usage: opts.Usage, log: opts.Logger,
-		cfg: opts.Config.withDefaults(), entries: map[string]*entry{}, health: "ok",
+		cfg: opts.Config.withDefaults(), entries: map[string]*entry{}, resigned: map[string]bool{}, health: "ok",
 	}
 	if r.clock == nil {
 		r.clock = realClock{}
@@ -336,10 +339,11 @@ func (r *Registry) openLocked(app App, close func()) (ch *Channel, err error, re
 		return nil, r.pendingRefusalLocked(e, now), revoked, persisted
 	}
 	if e == nil {
-		e = r.newPendingLocked(app, label, now, false)
+		e = r.newPendingLocked(app, label, now, r.resigned[app.Package])
 		if e == nil {
 			return nil, full, nil, false
 		}
+		delete(r.resigned, app.Package)
 		return nil, r.pendingRefusalLocked(e, now), nil, false
 	}
 	switch e.rec.State {
@@ -622,6 +626,32 @@ func (r *Registry) revoke(ctx context.Context, pkg string, at time.Time, chs []*
 	}
 	r.mu.Unlock()
 	r.log.Info("callers: revoked", "package", pkg, "channels", rev.ClosedChannels, "tasks", len(rev.CancelRequested), "ms", rev.WaitedMs)
+}
+
+// Reinstalled tells the registry that the package table now has pkg
+// signed with digest (the package table's change feed). When the signer
+// changed, the old grant is revoked at once: the app's channels are
+// closed, the entry is dropped and the app's next open is a new
+// authorization request flagged signatureChanged.
+func (r *Registry) Reinstalled(pkg, digest string) {
+	r.mu.Lock()
+	e := r.entries[pkg]
+	if e == nil || e.rec.SigningDigest == digest {
+		r.mu.Unlock()
+		return
+	}
+	revoked := r.takeChannelsLocked(e)
+	persisted := e.rec.State != StatePending
+	r.dropLocked(e)
+	r.resigned[pkg] = true
+	r.mu.Unlock()
+	r.log.Warn("callers: signing digest changed", "package", pkg)
+	for _, c := range revoked {
+		c.close()
+	}
+	if persisted {
+		r.save()
+	}
 }
 
 // Answer is the owner's answer to a pending card by request id. It

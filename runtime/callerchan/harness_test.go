@@ -1,0 +1,398 @@
+package callerchan_test
+
+import (
+	"bufio"
+	"bytes"
+	"log/slog"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentoslab/agentlab/runtime/acp"
+	"github.com/agentoslab/agentlab/runtime/callerchan"
+	"github.com/agentoslab/agentlab/runtime/catalog"
+	"github.com/agentoslab/agentlab/runtime/consent/callers"
+	"github.com/agentoslab/agentlab/runtime/engine"
+	"github.com/agentoslab/agentlab/runtime/model"
+	"github.com/agentoslab/agentlab/runtime/quota"
+	"github.com/agentoslab/agentlab/runtime/store"
+	"github.com/agentoslab/agentlab/runtime/transport"
+)
+
+// helperBin is a copy of the test binary that app uids may execute; it
+// runs the app helper (helper_test.go) when started with helperEnv set.
+var helperBin string
+
+const helperEnv = "CALLERCHAN_APP_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(runHelper(os.Stdin, os.Stdout))
+	}
+	dir, err := os.MkdirTemp("", "callerchan-helper-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Chmod(dir, 0o755)
+	self, _ := os.Executable()
+	helperBin = filepath.Join(dir, "apphelper")
+	if err := copyFile(self, helperBin); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+var prefixSeq atomic.Int64
+
+// The test plugin of spec §9.6: plugin "mcptest", server "test".
+var testTools = []catalog.ToolID{
+	{Plugin: "mcptest", Server: "test", Tool: "echo"},
+	{Plugin: "mcptest", Server: "test", Tool: "stats"},
+}
+
+// pluginTools is an engine.Tools over testTools with catalog naming and
+// toolScope filtering; echo returns its "text" argument.
+type pluginTools struct {
+	names map[catalog.ToolID]string
+	byName map[string]catalog.ToolID
+}
+
+func newPluginTools() *pluginTools {
+	names, err := catalog.Assign(testTools)
+	if err != nil {
+		panic(err)
+	}
+	p := &pluginTools{names: names, byName: map[string]catalog.ToolID{}}
+	for id, n := range names {
+		p.byName[n] = id
+	}
+	return p
+}
+
+func (p *pluginTools) visible(s engine.SessionView) map[string]bool {
+	out := map[string]bool{}
+	if s.Mode == "chat" {
+		return out
+	}
+	scope := catalog.ScopeOf(s.Scope)
+	for id, n := range p.names {
+		if scope != nil && !containsScope(scope, id) {
+			continue
+		}
+		out[n] = true
+	}
+	return out
+}
+
+func containsScope(scope []catalog.ScopeEntry, id catalog.ToolID) bool {
+	for _, e := range scope {
+		if e.Plugin == id.Plugin && e.Tool == id.Tool {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *pluginTools) ForSession(_ context.Context, s engine.SessionView) ([]model.Tool, string, error) {
+	var out []model.Tool
+	for n := range p.visible(s) {
+		out = append(out, model.Tool{Name: n, InputSchema: json.RawMessage(`{"type":"object"}`)})
+	}
+	return out, "", nil
+}
+
+func (p *pluginTools) ForgetSession(string) {}
+
+func (p *pluginTools) Call(ctx context.Context, req engine.ToolCallRequest, ev engine.ToolEvents) (engine.ToolResult, error) {
+	if !p.visible(req.Session)[req.Name] {
+		return engine.ToolResult{Text: "[agentos:tool_not_in_catalog] Tool " + req.Name + " is not available.",
+			IsError: true, Code: "tool_not_in_catalog", Outcome: engine.OutcomeRejected}, nil
+	}
+	if err := ev.Emit(ctx, engine.EvToolDispatched, engine.ToolRefBody{ToolCallID: req.ToolCallID}); err != nil {
+		return engine.ToolResult{}, err
+	}
+	var args struct{ Text string }
+	json.Unmarshal(req.Arguments, &args)
+	return engine.ToolResult{Text: `{"echo":` + mustJSON(args.Text) + `}`, Outcome: engine.OutcomeCompleted}, nil
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// scriptModel answers by the last message:
+//
+//	"call <final name> <text>"  → a tool call, then "result: <tool result>"
+//	"hold"                      → streams "working" and holds until cancelled
+//	anything else               → "echo: <text>"
+type scriptModel struct{}
+
+func (scriptModel) Stream(ctx context.Context, req *model.Request) (model.Stream, error) {
+	last := req.Messages[len(req.Messages)-1]
+	var evs []model.Event
+	hold := false
+	switch {
+	case last.Role == model.RoleTool:
+		evs = []model.Event{{Kind: model.TextDelta, Text: "result: " + last.Text}, {Kind: model.Done, StopReason: model.StopEndTurn}}
+	case strings.HasPrefix(last.Text, "call "):
+		f := strings.SplitN(last.Text, " ", 3)
+		text := ""
+		if len(f) == 3 {
+			text = f[2]
+		}
+		evs = []model.Event{{Kind: model.ToolCallDone, Call: model.ToolCall{ID: "call_1", Name: f[1],
+			Arguments: json.RawMessage(`{"text":` + mustJSON(text) + `}`)}}, {Kind: model.Done, StopReason: model.StopToolUse}}
+	case last.Text == "hold":
+		evs = []model.Event{{Kind: model.TextDelta, Text: "working"}}
+		hold = true
+	default:
+		evs = []model.Event{{Kind: model.ThinkingDelta, Text: "thinking"}, {Kind: model.TextDelta, Text: "echo: " + last.Text},
+			{Kind: model.Done, StopReason: model.StopEndTurn}}
+	}
+	return &scriptStream{ctx: ctx, evs: evs, hold: hold}, nil
+}
+
+type scriptStream struct {
+	ctx  context.Context
+	evs  []model.Event
+	hold bool
+}
+
+func (s *scriptStream) Next() (model.Event, error) {
+	if len(s.evs) > 0 {
+		ev := s.evs[0]
+		s.evs = s.evs[1:]
+		return ev, nil
+	}
+	if s.hold {
+		<-s.ctx.Done()
+		return model.Event{}, s.ctx.Err()
+	}
+	return model.Event{}, io.EOF
+}
+
+func (s *scriptStream) Close() error { return nil }
+
+// runtimeEnv is an in-process runtime: store, engine, ACP agent, quota,
+// authorization registry and the caller channel on a real socket.
+type runtimeEnv struct {
+	t     testing.TB
+	names transport.Names
+	st    *store.Store
+	eng   *engine.Engine
+	quota *quota.Quota
+	reg   *callers.Registry
+	srv   *callerchan.Server
+	logs  *syncBuffer
+	// dbPath is the store's file (leak checks read it).
+	dbPath string
+
+	mu   sync.Mutex
+	pkgs map[int][]callers.App
+}
+
+func newRuntime(t testing.TB, cfg callers.Config) *runtimeEnv {
+	t.Helper()
+	dir := t.TempDir()
+	ctx := context.Background()
+	dbPath := filepath.Join(dir, "agentos.db")
+	st, err := store.Open(ctx, dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	q := quota.New(&quota.Options{Logger: logger})
+	eng, err := engine.New(ctx, &engine.Options{Store: st, Tools: newPluginTools(), Admission: q, Logger: logger,
+		Models: engine.StaticModel(model.Config{Provider: "scripted", Model: "m"}, scriptModel{}),
+		Limits: engine.Limits{CancelWait: 3 * time.Second, CancelGrace: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := callers.Open(&callers.Options{Dir: filepath.Join(dir, "acp"), Config: cfg, Canceller: eng, Logger: logger,
+		Usage: func(owner string) (int64, int, int) {
+			u, eu := q.Usage(owner), eng.Usage(owner)
+			return u.Total, u.InWindow, eu.Running + eu.Queued
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &runtimeEnv{t: t, names: transport.Names{Prefix: fmt.Sprintf("cc%d-%d-", os.Getpid(), prefixSeq.Add(1))},
+		st: st, eng: eng, quota: q, reg: reg, logs: logs, dbPath: dbPath, pkgs: map[int][]callers.App{}}
+	agent := acp.New(eng, &acp.Options{Version: "test", CancelWait: 3 * time.Second, Logger: logger})
+	srv, err := callerchan.New(&callerchan.Options{
+		Name: env.names.Caller(), Registry: reg, RuntimeUID: -1, Logger: logger,
+		Packages: func(uid int) []callers.App {
+			env.mu.Lock()
+			defer env.mu.Unlock()
+			return append([]callers.App(nil), env.pkgs[uid]...)
+		},
+		Serve: func(ctx context.Context, c engine.Caller, s *transport.RPCStream) { agent.Serve(ctx, c, s) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	env.srv = srv
+	t.Cleanup(func() {
+		srv.Close()
+		reg.Close()
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		eng.Close(cctx)
+		st.Close()
+	})
+	return env
+}
+
+// install puts an app into the package table.
+func (r *runtimeEnv) install(app callers.App) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pkgs[app.UID] = append(r.pkgs[app.UID], app)
+}
+
+func (r *runtimeEnv) item(pkg string) (callers.Item, bool) {
+	for _, it := range r.reg.List().Callers {
+		if it.PackageName == pkg {
+			return it, true
+		}
+	}
+	return callers.Item{}, false
+}
+
+func (r *runtimeEnv) pendingRequest(pkg string) string {
+	it, _ := r.item(pkg)
+	return it.RequestID
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, d time.Duration, cond func() bool) bool {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
+}
+
+// app is a helper process running under an app uid.
+type app struct {
+	t     testing.TB
+	uid   int
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	out   *bufio.Scanner
+	mu    sync.Mutex
+	waits chan helperWait
+}
+
+// startApp runs the helper under uid against the runtime's sockets.
+func (r *runtimeEnv) startApp(uid int) *app {
+	r.t.Helper()
+	cmd := exec.Command(helperBin)
+	cmd.Env = []string{helperEnv + "=1", "HELPER_SOCKET=" + r.names.Caller(), "HOME=/"}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	a := &app{t: r.t, uid: uid, cmd: cmd, in: in, out: sc}
+	r.t.Cleanup(func() {
+		in.Close()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	return a
+}
+
+// do sends one command and returns its reply.
+func (a *app) do(cmd map[string]any) helperReply {
+	a.t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b, _ := json.Marshal(cmd)
+	if _, err := a.in.Write(append(b, '\n')); err != nil {
+		a.t.Fatalf("helper %d: write: %v", a.uid, err)
+	}
+	if !a.out.Scan() {
+		a.t.Fatalf("helper %d: no reply to %s: %v", a.uid, b, a.out.Err())
+	}
+	var r helperReply
+	if err := json.Unmarshal(a.out.Bytes(), &r); err != nil {
+		a.t.Fatalf("helper %d: bad reply %q", a.uid, a.out.Bytes())
+	}
+	return r
+}
+
+// syncBuffer collects the runtime's logs for leak checks.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
