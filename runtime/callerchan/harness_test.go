@@ -3,11 +3,11 @@ package callerchan_test
 import (
 	"bufio"
 	"bytes"
-	"log/slog"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,7 +84,7 @@ var testTools = []catalog.ToolID{
 // pluginTools is an engine.Tools over testTools with catalog naming and
 // toolScope filtering; echo returns its "text" argument.
 type pluginTools struct {
-	names map[catalog.ToolID]string
+	names  map[catalog.ToolID]string
 	byName map[string]catalog.ToolID
 }
 
