@@ -28,7 +28,9 @@ func Open(ctx context.Context, path string, migrations []Migration) (*sql.DB, er
 	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(5000)", "foreign_keys(ON)", "synchronous(NORMAL)"} {
 		q.Add("_pragma", p)
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	// SQLite reads "file:" DSNs as URIs: escape the path so '?', '#' and
+	// '%' in a directory name cannot cut it short.
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}

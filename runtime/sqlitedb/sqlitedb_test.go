@@ -2,6 +2,7 @@ package sqlitedb
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -52,4 +53,25 @@ func TestFailedMigrationLeavesVersion(t *testing.T) {
 		t.Fatalf("version 1 must still open: %v", err)
 	}
 	db.Close()
+}
+
+func TestOpenPathWithURICharacters(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a #1?b%20c")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "x.db")
+	db, err := Open(context.Background(), path, []Migration{{1, "CREATE TABLE a(id INTEGER)"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mode string
+	db.QueryRow("PRAGMA journal_mode").Scan(&mode)
+	db.Close()
+	if mode != "wal" {
+		t.Errorf("journal_mode = %q: the DSN's query was lost", mode)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("database not at its path: %v", err)
+	}
 }
