@@ -177,17 +177,25 @@ func (l *Lease) Release(o Outcome) error {
 // returns when ctx ends (ErrNoDevice, naming what each candidate lacked)
 // or the pool closes (ErrClosed).
 func (p *Pool) Acquire(ctx context.Context, sel Selector) (*Lease, error) {
-	// rejected remembers devices this call turned down (by generation, so
-	// a device that changes state is considered again).
-	rejected := map[string]uint64{}
+	w := &waiter{sel: sel, rejected: map[string]uint64{}}
 	why := map[string]string{}
+	p.mu.Lock()
+	p.waiters = append(p.waiters, w)
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.waiters = slices.DeleteFunc(p.waiters, func(o *waiter) bool { return o == w })
+		// A device this call held back may now go to a younger waiter.
+		p.wakeLocked()
+		p.mu.Unlock()
+	}()
 	for {
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
 			return nil, fmt.Errorf("acquire: %w", ErrClosed)
 		}
-		m := p.pickLocked(sel, rejected, why)
+		m := p.pickLocked(w, why)
 		if m == nil {
 			wait := p.changed
 			p.mu.Unlock()
@@ -219,7 +227,7 @@ func (p *Pool) Acquire(ctx context.Context, sel Selector) (*Lease, error) {
 			return l, nil
 		case mismatch:
 			p.transitionLocked(m, StateAvailable, "gate: "+pr.String())
-			rejected[m.serial], why[m.serial] = m.gen, pr.String()
+			w.rejected[m.serial], why[m.serial] = m.gen, pr.String()
 		case aborted:
 			p.transitionLocked(m, StateAvailable, "gate aborted by caller")
 		case condition:
@@ -238,19 +246,20 @@ func (p *Pool) Acquire(ctx context.Context, sel Selector) (*Lease, error) {
 	}
 }
 
-// pickLocked returns the first available device, by serial, that matches
-// sel and was not rejected by this call in its current generation.
-func (p *Pool) pickLocked(sel Selector, rejected map[string]uint64, why map[string]string) *member {
+// pickLocked returns the first available device, by serial, that w wants
+// and that no older waiter wants (first come, first served).
+func (p *Pool) pickLocked(w *waiter, why map[string]string) *member {
+	older := p.waiters[:slices.Index(p.waiters, w)]
+next:
 	for _, serial := range slices.Sorted(maps.Keys(p.members)) {
 		m := p.members[serial]
-		if m.state != StateAvailable || !m.hasInfo {
+		if m.state != StateAvailable || !p.wantsLocked(w, m) {
 			continue
 		}
-		if g, ok := rejected[serial]; ok && g == m.gen {
-			continue
-		}
-		if !sel.Matches(m.info, p.labels[serial]) {
-			continue
+		for _, o := range older {
+			if p.wantsLocked(o, m) {
+				continue next
+			}
 		}
 		delete(why, serial)
 		return m

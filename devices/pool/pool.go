@@ -192,6 +192,26 @@ type Pool struct {
 	subs    map[*subscriber]struct{}
 	seq     uint64
 	closed  bool
+	// waiters are the Acquire calls in progress, oldest first: an older
+	// waiter has first claim on any device it matches.
+	waiters   []*waiter
+	waiterSeq uint64
+}
+
+// waiter is one Acquire call. Its fields are guarded by Pool.mu.
+type waiter struct {
+	sel Selector
+	// rejected remembers devices this call turned down, by generation,
+	// so that a device that changes state is considered again.
+	rejected map[string]uint64
+}
+
+// wants reports whether w would take m now.
+func (p *Pool) wantsLocked(w *waiter, m *member) bool {
+	if g, ok := w.rejected[m.serial]; ok && g == m.gen {
+		return false
+	}
+	return m.hasInfo && w.sel.Matches(m.info, p.labels[m.serial])
 }
 
 // New creates a pool and, unless MonitorInterval is negative, starts its

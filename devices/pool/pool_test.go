@@ -503,3 +503,39 @@ func TestFlappingDeviceIsQuarantined(t *testing.T) {
 		}
 	})
 }
+
+// TestAcquireIsFirstComeFirstServed: when a device frees up, the oldest
+// waiting Acquire that matches it gets it.
+func TestAcquireIsFirstComeFirstServed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newFakeDev("a")
+		p := newTestPool(t, &fakeSource{devs: []*fakeDev{a}}, nil)
+		held, err := p.Acquire(context.Background(), Selector{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan string, 3)
+		leases := make(chan *Lease, 3)
+		for _, name := range []string{"first", "second", "third"} {
+			go func() {
+				l, err := p.Acquire(context.Background(), Selector{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got <- name
+				leases <- l
+			}()
+			synctest.Wait() // queue them in this order
+		}
+		for _, want := range []string{"first", "second", "third"} {
+			held.Release(OK)
+			synctest.Wait()
+			if name := <-got; name != want {
+				t.Fatalf("lease went to %s, want %s", name, want)
+			}
+			held = <-leases
+		}
+		held.Release(OK)
+	})
+}
