@@ -479,17 +479,20 @@ func (d *Device) Forward(ctx context.Context, local, remote string) (int, error)
 	}
 	p, err := d.srv.hp.Forward(ctx, d.serial, local, remote, false)
 	if err != nil {
-		return 0, d.hostErr("forward", err)
+		return 0, d.hostErr(ctx, "forward", err)
 	}
 	return p, nil
 }
 
 // hostErr maps a host-serial request's FAIL: an absent or offline device
-// is ErrDeviceGone; anything else (bind failures) stays as is.
-func (d *Device) hostErr(op string, err error) error {
+// is ErrDeviceGone; anything else (bind failures) stays as is. The server
+// says which only in text, so the device's state decides.
+func (d *Device) hostErr(ctx context.Context, op string, err error) error {
 	var fe *hostproto.FailError
 	if errors.As(err, &fe) {
-		if st, serr := d.State(context.Background()); serr != nil || st != "device" {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if st, serr := d.State(sctx); serr != nil || st != "device" {
 			return fmt.Errorf("%s: %w: %w", op, devices.ErrDeviceGone, err)
 		}
 	}
@@ -499,7 +502,7 @@ func (d *Device) hostErr(op string, err error) error {
 // RemoveForward removes the forward listening on local.
 func (d *Device) RemoveForward(ctx context.Context, local string) error {
 	if err := d.srv.hp.KillForward(ctx, d.serial, local); err != nil {
-		return d.hostErr("remove forward "+local, err)
+		return d.hostErr(ctx, "remove forward "+local, err)
 	}
 	return nil
 }

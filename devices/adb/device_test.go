@@ -178,6 +178,9 @@ func TestDeviceGone(t *testing.T) {
 	if _, err := f.d.Stat(ctx, "/x"); !errors.Is(err, devices.ErrDeviceGone) {
 		t.Errorf("Stat on offline device: %v", err)
 	}
+	if _, err := f.d.Forward(ctx, "tcp:0", "localabstract:x"); !errors.Is(err, devices.ErrDeviceGone) {
+		t.Errorf("Forward on offline device: %v", err)
+	}
 	if st, err := f.d.State(ctx); err != nil || st != "offline" {
 		t.Errorf("State = %q, %v", st, err)
 	}

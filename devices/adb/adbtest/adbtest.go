@@ -359,6 +359,10 @@ func (s *Server) hostSerial(c net.Conn, rest string) {
 		okay(c)
 		hex4(c, "reconnecting "+serial+" ["+state+"]\n")
 	case strings.HasPrefix(cmd, "forward:"):
+		if state != "device" {
+			fail(c, "device "+state)
+			return
+		}
 		s.forward(c, d, strings.TrimPrefix(cmd, "forward:"))
 	case strings.HasPrefix(cmd, "killforward:"):
 		local := strings.TrimPrefix(cmd, "killforward:")
