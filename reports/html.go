@@ -221,7 +221,7 @@ const (
 	tlTicks      = 5
 )
 
-var timelineLegend = `<p class="legend"><span><i style="background:var(--lease)"></i>lease</span><span><i style="background:var(--provision)"></i>provisioning</span><span><i style="background:var(--recovery)"></i>recovery</span><span><i style="background:var(--quarantine)"></i>quarantine</span><span><i style="background:var(--pass)"></i>scenario pass</span><span><i style="background:var(--fail)"></i>fail</span><span><i style="background:var(--flaky)"></i>flaky</span><span><i style="background:var(--error)"></i>error</span><span><i style="background:var(--inconclusive)"></i>inconclusive</span></p>`
+var timelineLegend = `<p class="legend"><span><span class="swatch" style="background:var(--lease)"></span>lease</span><span><span class="swatch" style="background:var(--provision)"></span>provisioning</span><span><span class="swatch" style="background:var(--recovery)"></span>recovery</span><span><span class="swatch" style="background:var(--quarantine)"></span>quarantine</span><span><span class="swatch" style="background:var(--pass)"></span>scenario pass</span><span><span class="swatch" style="background:var(--fail)"></span>fail</span><span><span class="swatch" style="background:var(--flaky)"></span>flaky</span><span><span class="swatch" style="background:var(--error)"></span>error</span><span><span class="swatch" style="background:var(--inconclusive)"></span>inconclusive</span></p>`
 
 // writeHTMLTimeline draws one row per device: leases as a pale band, other
 // events as bars inside it, coloured by kind or verdict, each with a
@@ -261,8 +261,15 @@ func writeHTMLTimeline(w htmlWriter, r *Run, ids map[*Scenario]string) {
 	for i := 0; i <= tlTicks; i++ {
 		at := t0.Add(span * time.Duration(i) / tlTicks)
 		tx := x(at)
-		w.rawf(`<line class="tick" x1="%d" y1="14" x2="%d" y2="%d"></line><text x="%d" y="11" text-anchor="middle">%s</text>`+"\n",
-			tx, tx, height, tx, at.UTC().Format("15:04:05"))
+		anchor := "middle" // the outer labels stay inside the picture
+		switch i {
+		case 0:
+			anchor = "start"
+		case tlTicks:
+			anchor = "end"
+		}
+		w.rawf(`<line class="tick" x1="%d" y1="14" x2="%d" y2="%d"></line><text x="%d" y="11" text-anchor="%s">%s</text>`+"\n",
+			tx, tx, height, tx, anchor, at.UTC().Format("15:04:05"))
 	}
 	for i := range r.Devices {
 		d := &r.Devices[i]

@@ -189,3 +189,53 @@ func TestHTMLStructure(t *testing.T) {
 		t.Error("escaped evidence does not read back as the original text")
 	}
 }
+
+// TestHTMLHostileText renders a run whose names, details, serials and
+// artifact paths carry markup and scheme tricks: the page must hold them as
+// text, with no extra element and no link leaving the report.
+func TestHTMLHostileText(t *testing.T) {
+	t.Parallel()
+	r := sampleRun()
+	r.RunID = `</title><script>alert("id")</script>`
+	r.Host = `"><img src=x onerror=alert(1)>`
+	r.Devices[0].Serial = `<svg onload=alert(2)>`
+	r.Devices[0].Timeline[0].Label = `</title><script>alert(3)</script>`
+	s := &r.Scenarios[0]
+	s.Name = `<script>alert(4)</script>`
+	s.File = `a' onmouseover='alert(5)`
+	s.Checks[0].Detail = `<iframe src="https://evil.example">`
+	s.Checks[1].Evidence = "artifact:javascript:alert(6)"
+	s.Artifacts = append(s.Artifacts, Artifact{Path: "javascript:alert(7)", Kind: `"><b>`, SHA256: `<i>`})
+	s.Attempts[0].Error = "\x00 nul and </li></ol>"
+	out := renderT(t, r, FormatHTML)
+	doc := parseHTML(t, out)
+
+	for _, bad := range []string{"img", "iframe", "b", "i"} {
+		if n := findAll(doc, tag(bad)); len(n) > 0 {
+			t.Errorf("hostile text became a <%s> element", bad)
+		}
+	}
+	if n := len(findAll(doc, tag("script"))); n != 1 {
+		t.Errorf("%d <script> elements, want only the report's own", n)
+	}
+	for _, n := range findAll(doc, func(*html.Node) bool { return true }) {
+		for _, a := range n.Attr {
+			if strings.HasPrefix(a.Key, "on") {
+				t.Errorf("<%s> got an event handler attribute %s=%q", n.Data, a.Key, a.Val)
+			}
+			if a.Key == "href" {
+				u, err := url.Parse(a.Val)
+				if err != nil || u.Scheme != "" || u.Host != "" {
+					t.Errorf("href %q leaves the report", a.Val)
+				}
+			}
+		}
+	}
+	title := findAll(doc, tag("title"))
+	if len(title) == 0 || !strings.Contains(textOf(title[0]), r.RunID) {
+		t.Errorf("the run id does not read back as text in <title>")
+	}
+	if !strings.Contains(textOf(doc), s.Name) || !strings.Contains(textOf(doc), r.Host) {
+		t.Error("hostile names do not read back as text")
+	}
+}

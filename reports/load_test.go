@@ -147,3 +147,31 @@ func FuzzDecode(f *testing.F) {
 		_ = ExitCode(r)
 	})
 }
+
+func TestArtifactOf(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "artifacts", "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "artifacts", "a", "log.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := ArtifactOf(dir, "artifacts/a/log.txt", ArtifactLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sha256 of "hello\n"
+	want := Artifact{Path: "artifacts/a/log.txt", Kind: ArtifactLog, Size: 6, SHA256: "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"}
+	if a != want {
+		t.Errorf("ArtifactOf = %+v, want %+v", a, want)
+	}
+	for _, bad := range []string{"", "/etc/passwd", "../x", "a/../../x", `a\b`, "./a"} {
+		if _, err := ArtifactOf(dir, bad, ArtifactLog); !errors.Is(err, ErrInvalid) {
+			t.Errorf("ArtifactOf(%q) = %v, want ErrInvalid", bad, err)
+		}
+	}
+	if _, err := ArtifactOf(dir, "artifacts/missing", ArtifactLog); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}

@@ -139,8 +139,7 @@ func (v *validator) add(field, value, problem string) {
 }
 
 func (v *validator) artifact(f string, a Artifact) {
-	if a.Path == "" || strings.Contains(a.Path, `\`) || path.IsAbs(a.Path) ||
-		path.Clean(a.Path) != a.Path || a.Path == ".." || strings.HasPrefix(a.Path, "../") {
+	if !cleanRelative(a.Path) {
 		v.add(f+".path", a.Path, "is not a clean relative slash-separated path")
 	}
 	if a.Kind == "" {
@@ -182,6 +181,13 @@ func (v *validator) err() error {
 		msg += fmt.Sprintf("; and %d more", v.dropped)
 	}
 	return fmt.Errorf("%w: %s", ErrInvalid, msg)
+}
+
+// cleanRelative reports whether p is a clean, relative, slash-separated
+// path that stays inside its root.
+func cleanRelative(p string) bool {
+	return p != "" && !strings.Contains(p, `\`) && !path.IsAbs(p) && path.Clean(p) == p &&
+		p != ".." && !strings.HasPrefix(p, "../")
 }
 
 func isHex64(s string) bool {
