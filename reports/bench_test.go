@@ -77,7 +77,7 @@ func BenchmarkRenderAll(b *testing.B) {
 	cpu := processCPU()
 	for b.Loop() {
 		cw := &countingWriter{}
-		for _, f := range Formats {
+		for _, f := range allFormats {
 			if err := Render(cw, r, f); err != nil {
 				b.Fatal(err)
 			}
@@ -106,7 +106,7 @@ func BenchmarkWrite(b *testing.B) {
 // BenchmarkRender breaks the total down per format.
 func BenchmarkRender(b *testing.B) {
 	r := bigRun(5000)
-	for _, f := range Formats {
+	for _, f := range allFormats {
 		b.Run(string(f), func(b *testing.B) {
 			cpu := processCPU()
 			for b.Loop() {

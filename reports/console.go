@@ -129,7 +129,7 @@ func writeConsole(w io.Writer, r *Run, cs consoleSettings) error {
 			kind, api = string(g.Device.Kind), apiLevel(g.Device.APILevel)
 		}
 		var results []string
-		for _, v := range Verdicts {
+		for _, v := range verdictOrder {
 			if n := g.Counts[v]; n > 0 {
 				results = append(results, cs.paint(verdictColor[v], strconv.Itoa(n)+" "+string(v)))
 			}

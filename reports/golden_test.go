@@ -85,7 +85,7 @@ func TestDeterministic(t *testing.T) {
 	}
 	d := shuffled.Devices
 	d[0], d[2] = d[2], d[0]
-	for _, f := range Formats {
+	for _, f := range allFormats {
 		a := renderT(t, sampleRun(), f)
 		b := renderT(t, shuffled, f)
 		if !bytes.Equal(a, b) {

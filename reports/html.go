@@ -142,7 +142,7 @@ func writeHTML(out io.Writer, r *Run) error {
 	w.fact("attempts", fmt.Sprintf("%d (%d lost to lab faults)", s.Attempts, s.LabFaultAttempts))
 	w.fact("checks", fmt.Sprintf("%d/%d passed", s.ChecksPassed, s.Checks))
 	w.rawf("</dl>\n<ul class=\"counts\">\n<li>%d scenarios</li>\n", s.Total)
-	for _, v := range Verdicts {
+	for _, v := range verdictOrder {
 		w.raw("<li>")
 		w.badge(v)
 		w.rawf(" %d</li>\n", s.Count(v))
@@ -164,7 +164,7 @@ func writeHTML(out io.Writer, r *Run) error {
 func writeHTMLDevices(w htmlWriter, r *Run) {
 	groups := groupByDevice(r)
 	w.raw("<section id=\"devices\">\n<h2>Devices</h2>\n<table>\n<thead><tr><th>device</th><th>kind</th><th>model</th><th>API</th><th>ABI</th><th>root</th><th>runtime</th>")
-	for _, v := range Verdicts {
+	for _, v := range verdictOrder {
 		w.raw("<th>" + string(v) + "</th>")
 	}
 	w.raw("<th>state</th></tr></thead>\n<tbody>\n")
@@ -185,7 +185,7 @@ func writeHTMLDevices(w htmlWriter, r *Run) {
 		w.tagged("td", "", d.ABI)
 		w.tagged("td", "", d.RootMethod)
 		w.tagged("td", "", d.RuntimeVersion)
-		for _, v := range Verdicts {
+		for _, v := range verdictOrder {
 			w.rawf(`<td class="num">%d</td>`, g.Counts[v])
 		}
 		w.tagged("td", "", healthWord(g.Device))
@@ -335,7 +335,7 @@ func eventTitle(e Event) string {
 func writeHTMLScenarios(w htmlWriter, r *Run, ids map[*Scenario]string) {
 	s := r.Summary
 	w.raw("<section id=\"scenarios\">\n<h2>Scenarios</h2>\n<form class=\"filters\" aria-label=\"Filter by verdict\">\n")
-	for _, v := range Verdicts {
+	for _, v := range verdictOrder {
 		w.rawf(`<label><input type="checkbox" id="f-%s" checked> %s (%d)</label>`+"\n", v, v, s.Count(v))
 	}
 	w.raw("<button type=\"button\" id=\"expand-all\" hidden>expand all</button>\n<button type=\"button\" id=\"collapse-all\" hidden>collapse all</button>\n</form>\n")

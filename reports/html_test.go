@@ -168,7 +168,7 @@ func TestHTMLStructure(t *testing.T) {
 
 	// Filters: a checkbox per verdict, driven by CSS so they work without
 	// JavaScript.
-	for _, v := range Verdicts {
+	for _, v := range verdictOrder {
 		boxes := findAll(doc, func(n *html.Node) bool {
 			id, _ := attrOf(n, "id")
 			return n.Data == "input" && id == "f-"+string(v)

@@ -19,14 +19,14 @@ func TestWriteLoadRoundTrip(t *testing.T) {
 	if err := Write(dir, sampleRun()); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range Formats {
+	for _, f := range allFormats {
 		if _, err := os.Stat(filepath.Join(dir, f.FileName())); err != nil {
 			t.Errorf("Write did not write %s: %v", f.FileName(), err)
 		}
 	}
 	entries, _ := os.ReadDir(dir)
-	if len(entries) != len(Formats) {
-		t.Errorf("Write left %d files, want %d (no temporary files)", len(entries), len(Formats))
+	if len(entries) != len(allFormats) {
+		t.Errorf("Write left %d files, want %d (no temporary files)", len(entries), len(allFormats))
 	}
 
 	loaded, err := Load(filepath.Join(dir, FormatJSON.FileName()))
@@ -40,7 +40,7 @@ func TestWriteLoadRoundTrip(t *testing.T) {
 	if err := Write(again, loaded); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range Formats {
+	for _, f := range allFormats {
 		a, _ := os.ReadFile(filepath.Join(dir, f.FileName()))
 		b, _ := os.ReadFile(filepath.Join(again, f.FileName()))
 		if !bytes.Equal(a, b) {
@@ -137,7 +137,7 @@ func FuzzDecode(f *testing.F) {
 		_ = r.Validate()
 		jsonTwins(t, "decoded", r)
 		jsonTwins(t, "decoded and prepared", prepare(r))
-		for _, format := range Formats {
+		for _, format := range allFormats {
 			var buf bytes.Buffer
 			if err := Render(&buf, r, format); err != nil {
 				t.Fatalf("decoded run does not render as %s: %v", format, err)

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"slices"
 	"time"
 )
 
@@ -156,24 +157,26 @@ const (
 	VerdictInconclusive Verdict = "inconclusive"
 )
 
-// Verdicts lists every verdict, most severe first: the order reports list
+// verdictOrder lists every verdict, most severe first: the order reports list
 // scenarios in.
-var Verdicts = []Verdict{VerdictFail, VerdictError, VerdictInconclusive, VerdictFlaky, VerdictSkipped, VerdictPass}
+var verdictOrder = []Verdict{VerdictFail, VerdictError, VerdictInconclusive, VerdictFlaky, VerdictSkipped, VerdictPass}
+
+// Verdicts returns every verdict, most severe first: the order reports list
+// scenarios in.
+func Verdicts() []Verdict { return slices.Clone(verdictOrder) }
 
 // Valid reports whether v is one of the six verdicts.
 func (v Verdict) Valid() bool {
-	return v.rank() < len(Verdicts)
+	return slices.Contains(verdictOrder, v)
 }
 
-// rank orders verdicts by severity (0 = most severe); unknown verdicts sort
-// first so they are never hidden.
+// rank orders verdicts by severity (0 = most severe). A verdict the lab did
+// not classify ranks with errors, as Summarize counts it.
 func (v Verdict) rank() int {
-	for i, w := range Verdicts {
-		if v == w {
-			return i
-		}
+	if i := slices.Index(verdictOrder, v); i >= 0 {
+		return i
 	}
-	return len(Verdicts)
+	return slices.Index(verdictOrder, VerdictError)
 }
 
 // Scenario is the result of one scenario.

@@ -35,8 +35,11 @@ const (
 	FormatConsole Format = "console"
 )
 
-// Formats lists every format in the order Write writes them.
-var Formats = []Format{FormatJSON, FormatJUnit, FormatMarkdown, FormatHTML, FormatUpstream, FormatConsole}
+// allFormats lists every format in the order Write writes them.
+var allFormats = []Format{FormatJSON, FormatJUnit, FormatMarkdown, FormatHTML, FormatUpstream, FormatConsole}
+
+// Formats returns every format, in the order Write writes them.
+func Formats() []Format { return slices.Clone(allFormats) }
 
 // FileName is the name Write gives the file of format f.
 func (f Format) FileName() string {
@@ -63,13 +66,13 @@ var ErrUnknownFormat = errors.New("unknown report format")
 // ParseFormat turns a format name ("json", "junit", "markdown", "html",
 // "upstream", "console") or its file name into a Format.
 func ParseFormat(s string) (Format, error) {
-	for _, f := range Formats {
+	for _, f := range allFormats {
 		if s == string(f) || s == f.FileName() {
 			return f, nil
 		}
 	}
-	names := make([]string, len(Formats))
-	for i, f := range Formats {
+	names := make([]string, len(allFormats))
+	for i, f := range allFormats {
 		names[i] = string(f)
 	}
 	return "", fmt.Errorf("%w %q (known: %s)", ErrUnknownFormat, s, strings.Join(names, ", "))
@@ -102,7 +105,7 @@ func Write(dir string, r *Run, formats ...Format) error {
 		return errors.New("write reports: nil run")
 	}
 	if len(formats) == 0 {
-		formats = Formats
+		formats = allFormats
 	}
 	for _, f := range formats {
 		if f.FileName() == "" {
