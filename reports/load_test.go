@@ -105,6 +105,10 @@ func TestLoadVersions(t *testing.T) {
 				if r.RunID != sampleRun().RunID || len(r.Scenarios) != len(sampleRun().Scenarios) {
 					t.Fatalf("Load lost content: %+v", r.Summary)
 				}
+				// Re-rendered, it is a document of this package's version.
+				if out := string(renderT(t, r, FormatJSON)); !strings.Contains(out, `"schemaVersion": "`+SchemaVersion+`"`) || strings.Contains(out, "futureField") {
+					t.Errorf("re-rendered results.json keeps the newer version or its fields")
+				}
 				return
 			}
 			if !errors.Is(err, tc.wantErr) {

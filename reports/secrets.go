@@ -51,7 +51,8 @@ var ErrEmptySecret = errors.New("secret has an empty value")
 const scanBufSize = 256 << 10
 
 // ScanForSecrets searches every regular file under paths (files, or
-// directories walked recursively without following symlinks) for an exact
+// directories walked recursively; symlinks are followed only when they are
+// themselves one of the paths) for an exact
 // occurrence of each secret's value. Files are streamed in bounded buffers;
 // an occurrence that straddles two reads is found all the same. It returns
 // one Leak per file and secret found, in path order, and an error for paths
@@ -69,6 +70,16 @@ func ScanForSecrets(paths []string, secrets []Secret) ([]Leak, error) {
 	var leaks []Leak
 	var errs []error
 	for _, root := range paths {
+		// A path given by the caller is followed if it is a symlink; links
+		// found inside directories are not (they may point anywhere).
+		if fi, err := os.Lstat(root); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			target, err := filepath.EvalSymlinks(root)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			root = target
+		}
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				errs = append(errs, err)

@@ -110,6 +110,13 @@ func TestScanForSecrets(t *testing.T) {
 		}
 	}
 
+	// A symlink given as a path is followed; leaks name the file it points
+	// to.
+	leaks, err = ScanForSecrets([]string{filepath.Join(dir, "artifacts", "link.txt")}, secrets)
+	if err != nil || len(leaks) != 2 || leaks[0].File != small {
+		t.Errorf("symlinked path: %v, %v", leaks, err)
+	}
+
 	// A path that cannot be read is an error; the rest is still scanned.
 	leaks, err = ScanForSecrets([]string{filepath.Join(dir, "missing"), small}, secrets)
 	if err == nil || !errors.Is(err, os.ErrNotExist) {

@@ -185,12 +185,12 @@ func writeFileAtomic(name string, data []byte) error {
 
 // prepare returns a copy of r in the canonical order every writer uses —
 // scenarios by name, devices by serial, timelines by start — with the
-// summary recomputed and the schema version filled in. r is not modified.
+// summary recomputed and the schema version set to the one this package
+// writes (a run loaded from a newer minor loses the fields it does not know,
+// so it must not keep claiming that minor). r is not modified.
 func prepare(r *Run) *Run {
 	p := *r
-	if p.SchemaVersion == "" {
-		p.SchemaVersion = SchemaVersion
-	}
+	p.SchemaVersion = SchemaVersion
 	p.Scenarios = slices.Clone(r.Scenarios)
 	slices.SortStableFunc(p.Scenarios, func(a, b Scenario) int { return strings.Compare(a.Name, b.Name) })
 	p.Devices = slices.Clone(r.Devices)
