@@ -117,7 +117,7 @@ func writeConsole(w io.Writer, r *Run, cs consoleSettings) error {
 	case ExitInconclusive:
 		headColor = verdictColor[VerdictInconclusive]
 	}
-	fmt.Fprintf(w, "agentlab run %s: %s (exit %d)\n", r.RunID, cs.paint(headColor, headline(s)), s.ExitCode)
+	fmt.Fprintf(w, "agentlab run %s: %s (exit %d)\n", termSafe(r.RunID), cs.paint(headColor, headline(s)), s.ExitCode)
 	fmt.Fprintf(w, "%s\n%d attempts, %d lost to lab faults; %d/%d checks passed\n\n",
 		countsLine(s), s.Attempts, s.LabFaultAttempts, s.ChecksPassed, s.Checks)
 
@@ -134,7 +134,7 @@ func writeConsole(w io.Writer, r *Run, cs consoleSettings) error {
 				results = append(results, cs.paint(verdictColor[v], strconv.Itoa(n)+" "+string(v)))
 			}
 		}
-		devRows = append(devRows, []string{g.Serial, kind, api, strings.Join(results, ", "), healthWord(g.Device)})
+		devRows = append(devRows, []string{termSafe(g.Serial), termSafe(kind), api, strings.Join(results, ", "), termSafe(healthWord(g.Device))})
 	}
 	devCols := []column{{header: "device", shrink: 3}, {header: "kind", drop: 1}, {header: "api", drop: 2}, {header: "results", shrink: 2}, {header: "state", shrink: 1}}
 	if err := consoleTable(w, cs.width, devCols, devRows); err != nil {
@@ -150,7 +150,7 @@ func writeConsole(w io.Writer, r *Run, cs consoleSettings) error {
 		}
 		rows = append(rows, []string{
 			cs.paint(verdictColor[sc.Verdict], string(sc.Verdict)),
-			sc.Name, sc.PrimaryDevice(), strconv.Itoa(len(sc.Attempts)), humanDuration(sc.Duration()), reasonOf(sc),
+			termSafe(sc.Name), termSafe(sc.PrimaryDevice()), strconv.Itoa(len(sc.Attempts)), humanDuration(sc.Duration()), termSafe(reasonOf(sc)),
 		})
 	}
 	if len(rows) > 0 {
@@ -165,6 +165,31 @@ func writeConsole(w io.Writer, r *Run, cs consoleSettings) error {
 		fmt.Fprintf(w, "\n%d passing scenarios not listed.\n", passes)
 	}
 	return nil
+}
+
+// termSafe replaces control characters (C0, DEL, C1) with U+FFFD, so text
+// from a run cannot move the cursor or rewrite the terminal; line breaks
+// become spaces.
+func termSafe(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f || c == 0xc2 {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\r' || r == '\t':
+			return ' '
+		case r < 0x20, r >= 0x7f && r < 0xa0:
+			return '\uFFFD'
+		}
+		return r
+	}, s)
 }
 
 // column describes one console table column.

@@ -94,3 +94,16 @@ func TestConsoleColorOptions(t *testing.T) {
 		t.Error("colour written to a file")
 	}
 }
+
+// TestConsoleTerminalSafe: text from a run cannot drive the terminal.
+func TestConsoleTerminalSafe(t *testing.T) {
+	t.Parallel()
+	r := sampleRun()
+	r.RunID = "id\x1b]0;owned\x07"
+	r.Scenarios[0].Name = "name\x1b[2J\u009b31m"
+	r.Scenarios[0].Reason = "line\nbreak\rreturn"
+	out := consoleOut(t, r, &ConsoleOptions{Color: ColorNever, All: true})
+	if strings.ContainsAny(out, "\x1b\x07\u009b\r") {
+		t.Errorf("control characters reached the terminal: %q", out)
+	}
+}
