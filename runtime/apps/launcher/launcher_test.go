@@ -59,7 +59,7 @@ func testBundle(t testing.TB, versionCode int, key ed25519.PrivateKey) string {
 {"name":"Mute","kind":"mcp","server":"mute"},{"name":"Stubborn","kind":"mcp","server":"stubborn"}],
 "commands":["id","env","pwd","flood","exit","sleep"]}`, testPkg, versionCode)
 	src := fstest.MapFS{
-		"app.json":                                 {Data: []byte(app)},
+		"app.json": {Data: []byte(app)},
 		apps.BinaryPath(apps.HostABI(), "testapp"): {Data: testappBin},
 	}
 	var buf bytes.Buffer
@@ -212,7 +212,7 @@ func TestDeathIsReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-events // started
+	<-events                             // started
 	syscall.Kill(p.PID, syscall.SIGKILL) // killed from outside
 	select {
 	case ev := <-events:

@@ -399,4 +399,3 @@ func exitCode(st *os.ProcessState) int {
 	}
 	return st.ExitCode()
 }
-
