@@ -19,6 +19,8 @@
 //	AGENTOS_PACKAGE   the package name
 //	AGENTOS_SOCKET    the socket to listen on: transport.Names.App(package, server)
 //	                  with the runtime's prefix ("@agentos-app.<package>.<server>")
+//	AGENTOS_RUNTIME_UID  the runtime's uid: the only peer besides itself the
+//	                  app's server admits (runtime/sdk/plugin does so)
 //	HOME              the data directory
 //	PATH              /system/bin:/system/xbin:/vendor/bin:/usr/local/bin:/usr/bin:/bin
 //	TZ, ANDROID_*     passed through from the supervisor when set

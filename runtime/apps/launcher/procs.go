@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -70,6 +71,7 @@ func (s *Server) env(p apps.Package, socket string) []string {
 	env := []string{
 		"AGENTOS_APP_DATA=" + p.DataDir,
 		"AGENTOS_PACKAGE=" + p.Name,
+		"AGENTOS_RUNTIME_UID=" + strconv.Itoa(s.o.RuntimeUID),
 		"HOME=" + p.DataDir,
 		"PATH=" + defaultPath,
 	}

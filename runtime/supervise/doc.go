@@ -1,0 +1,33 @@
+// Package supervise is `agentosd supervise`, the root supervisor that the
+// Magisk/KernelSU module's service.sh starts at boot. It keeps one
+// instance (a locked pid file), waits for sys.boot_completed=1 when
+// getprop exists, starts `agentosd serve` as the runtime's own non-root
+// uid with its data directory owned by that uid, and restarts it after a
+// death only when the runtime's last heartbeat showed tasks — an idle
+// runtime that died is left dead until kicked (SIGUSR1). Restarts back
+// off 1, 2, 4 … 60 s (reset after 60 s up); 5 deaths in 10 minutes put it
+// in safe mode: a safe_mode marker is written and the runtime is started
+// with AGENTOS_SAFE_MODE=1, which refuses new tasks with safe_mode;
+// removing the marker leaves safe mode. The supervisor also hosts the
+// launcher (package runtime/apps/launcher) that installs apps and starts
+// their processes under their uids, and it exits when $MODDIR/disable or
+// $MODDIR/remove appears.
+//
+// # Files (under the root, /data/agentos by default)
+//
+//	supervisor/            0700 root   supervisor.pid (flock), supervisor.log (256 KiB rotation), runtime.log
+//	status                 0644 root   key=value: protocol state reason seq since deaths runtime_pid backoff_ms safe_mode module_version module_version_code
+//	safe_mode              0644 root   marker: present = safe mode
+//	runtime/               0700 uid    the runtime's data (serve --data); heartbeat written by the runtime
+//	apps/                  0755 root   package table, code/, data/ (see runtime/apps)
+//	bin/agentosd           0755 root   this binary, copied where the runtime's uid can run it
+//
+// # The runtime's side
+//
+// The runtime gets a clean environment: PATH, HOME (its data directory),
+// AGENTOS_ROOT (the root above), AGENTOS_SAFE_MODE=1 in safe mode, and
+// TZ/ANDROID_* when the supervisor has them. It writes <data>/heartbeat
+// (key=value lines pid, tasks, at, state; state=stopping on a graceful
+// exit), reads <root>/status for `ctl status`, the package table from
+// <root>/apps, and talks to the launcher on launcher.SocketName(names).
+package supervise
