@@ -1,0 +1,54 @@
+// Command mcptest is the test plugin app's binary:
+//
+//	mcptest serve --server test   serve MCP on $AGENTOS_SOCKET (the launcher's contract)
+//	mcptest mcp --stdio           serve MCP on stdin/stdout (MCP Inspector, any MCP client)
+//
+// It exits 0 when stopped, 2 on a usage error and 1 on any other failure
+// (the die tool ends it with 3).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/agentoslab/agentlab/runtime/sdk/plugin"
+	"github.com/agentoslab/agentlab/sampleapps/mcptest"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: mcptest serve --server test | mcptest mcp --stdio")
+		return 2
+	}
+	app := mcptest.New(nil)
+	var err error
+	switch args[0] {
+	case "serve":
+		err = plugin.RunServe(ctx, app.Server(), args[1:])
+	case "mcp":
+		err = plugin.RunMCP(ctx, app.Server(), args[1:])
+	default:
+		err = &plugin.UsageError{Msg: fmt.Sprintf("unknown command %q", args[0])}
+	}
+	var ue *plugin.UsageError
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintln(os.Stderr, "mcptest:", err)
+		return 2
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "mcptest:", err)
+		return 1
+	}
+	return 0
+}
