@@ -127,7 +127,7 @@ func (s *stream) fragment(tc oai.ChatCompletionChunkChoiceDeltaToolCall) error {
 	c := s.calls[tc.Index]
 	if c == nil {
 		if len(s.calls) >= maxToolCalls {
-			return httpfail.Protocol(fmt.Errorf("more than %d tool calls", maxToolCalls))
+			return httpfail.Protocol(httpfail.Reason(fmt.Sprintf("more than %d tool calls", maxToolCalls)))
 		}
 		c = &call{index: tc.Index}
 		s.calls[tc.Index] = c
@@ -142,7 +142,7 @@ func (s *stream) fragment(tc oai.ChatCompletionChunkChoiceDeltaToolCall) error {
 	}
 	s.argBytes += len(tc.Function.Arguments)
 	if s.argBytes > maxArgBytes {
-		return httpfail.Protocol(fmt.Errorf("tool call arguments exceed %d bytes", maxArgBytes))
+		return httpfail.Protocol(httpfail.Reason(fmt.Sprintf("tool call arguments exceed %d bytes", maxArgBytes)))
 	}
 	c.args.WriteString(tc.Function.Arguments)
 	return nil
@@ -161,10 +161,10 @@ func (s *stream) finish(reason string) error {
 			args = "{}"
 		}
 		if !json.Valid([]byte(args)) || args[0] != '{' {
-			return httpfail.Protocol(errors.New("tool call arguments are not a JSON object"))
+			return httpfail.Protocol(httpfail.Reason("tool call arguments are not a JSON object"))
 		}
 		if c.name == "" {
-			return httpfail.Protocol(errors.New("tool call without a name"))
+			return httpfail.Protocol(httpfail.Reason("tool call without a name"))
 		}
 		id := c.id
 		if id == "" {

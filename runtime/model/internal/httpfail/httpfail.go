@@ -9,9 +9,11 @@
 package httpfail
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -100,10 +102,26 @@ func Retryable(f Failure, e *errcode.Error) bool {
 	return false
 }
 
-// Protocol is the error for a stream that could not be understood.
+// Protocol is the error for a stream that could not be understood. The
+// cause is kept only when it is a decoding error, whose text names a
+// position or a type; anything else may quote what the server sent.
 func Protocol(cause error) *errcode.Error {
+	var (
+		serr *json.SyntaxError
+		terr *json.UnmarshalTypeError
+	)
+	var own Reason
+	if !errors.As(cause, &own) && !errors.As(cause, &serr) && !errors.As(cause, &terr) && !errors.Is(cause, bufio.ErrTooLong) {
+		cause = nil
+	}
 	return errcode.Wrap(errcode.ModelProtocol, "the model provider sent a response that could not be parsed", cause)
 }
+
+// Reason is a cause written by the runtime itself (never quoting the
+// server), which Protocol keeps.
+type Reason string
+
+func (r Reason) Error() string { return string(r) }
 
 // Interrupted is the error for a stream that ended before its answer was
 // complete without a read error (the server closed it cleanly too early).
