@@ -48,13 +48,13 @@ func TestTagExpr(t *testing.T) {
 
 func TestTagExprErrors(t *testing.T) {
 	for expr, want := range map[string]string{
-		"":              "column 1: expression ends where a tag was expected",
-		"a &&":          "column 5: expression ends where a tag was expected",
-		"a & b":         `column 3: unexpected "& b"`,
-		"(a":            "column 3: missing )",
-		"a)":            `column 2: unexpected ")"`,
-		"a b":           `column 3: unexpected "b"`,
-		"a || #":        `column 6: want a tag, !, or (, got "#"`,
+		"":       "column 1: expression ends where a tag was expected",
+		"a &&":   "column 5: expression ends where a tag was expected",
+		"a & b":  `column 3: unexpected "& b"`,
+		"(a":     "column 3: missing )",
+		"a)":     `column 2: unexpected ")"`,
+		"a b":    `column 3: unexpected "b"`,
+		"a || #": `column 6: want a tag, !, or (, got "#"`,
 		strings.Repeat("(", 100) + "a" + strings.Repeat(")", 100): "nested deeper than 64",
 		strings.Repeat("a", MaxTagExprLen+1):                      "longer than",
 	} {
