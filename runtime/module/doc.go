@@ -1,0 +1,21 @@
+// Package module builds the AgentOS Magisk/KernelSU module zip: the
+// installer scripts, module.prop and the agentosd binary for one ABI.
+// The module installs nothing into /system, mounts nothing and adds no
+// SELinux policy: at late_start service its service.sh starts
+// `agentosd supervise`, which does the rest (runtime/supervise).
+//
+// # Contents
+//
+//	META-INF/com/google/android/update-binary   Magisk's recovery entry: loads Magisk's installer functions
+//	META-INF/com/google/android/updater-script  "#MAGISK"
+//	module.prop       id=agentos, name, version, versionCode, author, description
+//	customize.sh      sourced by the installer: API level in range (35–37 by default),
+//	                  Magisk ≥ 20400 or KernelSU ($KSU), APatch rejected, the device's
+//	                  ABI, ≥ 300 MB free on /data; writes install.prop; sets permissions
+//	service.sh        late_start: MODDIR=${0%/*}; starts "$MODDIR/bin/agentosd supervise"
+//	uninstall.sh      TERM the supervisor, KILL after 6 s, remove its data directory
+//	bin/agentosd      the binary (its ELF machine must match the ABI)
+//
+// Pack writes the same bytes for the same options and binary: entries
+// sorted, fixed timestamps and modes.
+package module
