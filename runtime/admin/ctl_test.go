@@ -104,9 +104,9 @@ func TestCtlStatusAgainstRegisteredMethods(t *testing.T) {
 	t.Parallel()
 	names := testNames(t)
 	s := NewServer(&Options{Name: names.Admin(), Version: "1.2.3"})
-	Provide[[]StatusSection](s, []StatusSection{{Name: "apps", Read: func(context.Context) (any, error) {
+	s.AddStatusSection(StatusSection{Name: "apps", Read: func(context.Context) (any, error) {
 		return map[string]int{"installed": 3}, nil
-	}}})
+	}})
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -65,8 +65,9 @@ type Server struct {
 	idleTimeout time.Duration
 	logger      *slog.Logger
 
-	depsMu sync.RWMutex
-	deps   map[reflect.Type]any // guarded by depsMu
+	depsMu   sync.RWMutex
+	deps     map[reflect.Type]any // guarded by depsMu
+	sections []StatusSection      // guarded by depsMu
 
 	mu     sync.Mutex
 	ln     *transport.Listener   // guarded by mu
@@ -131,6 +132,14 @@ func Provide[T any](s *Server, v T) {
 	s.depsMu.Lock()
 	defer s.depsMu.Unlock()
 	s.deps[reflect.TypeFor[T]()] = v
+}
+
+// AddStatusSection adds a section to the status method's result (see
+// StatusSection). Safe to call while serving.
+func (s *Server) AddStatusSection(sec StatusSection) {
+	s.depsMu.Lock()
+	defer s.depsMu.Unlock()
+	s.sections = append(s.sections, sec)
 }
 
 // Use returns the value of type T provided to the call's server, or a

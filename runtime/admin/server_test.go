@@ -27,6 +27,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv("ADMIN_TEST_PEER") == "1" {
 		os.Exit(peerMain(os.Args[1:]))
 	}
+	if os.Getenv("ADMIN_TEST_CTL") == "1" {
+		// agentosd ctl as another uid.
+		os.Exit(Ctl(context.Background(), os.Args[1:], CtlIO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}))
+	}
 	os.Exit(m.Run())
 }
 

@@ -9,21 +9,21 @@ import (
 	"os"
 	"slices"
 	"time"
-
-	"github.com/agentoslab/agentlab/runtime/engine"
 )
 
-// Engine is what the status method reads from the engine; serve provides
-// it with Provide[admin.Engine](srv, eng).
-type Engine interface {
-	Stats() engine.Stats
-	SafeMode() bool
-}
+// Tasks reports the engine's running and queued tasks and whether it is
+// in safe mode, for the status method. Serve provides it:
+//
+//	admin.Provide(srv, admin.Tasks(func() (int, int, bool) {
+//		st := eng.Stats()
+//		return st.Running, st.Queued, eng.SafeMode()
+//	}))
+type Tasks func() (running, queued int, safeMode bool)
 
 // StatusSection adds one named section to the status result; features
-// that want to show something in `agentosd ctl status` provide a
-// []StatusSection (the apps table adds "apps", the supervisor status file
-// adds "supervisor"). A section that fails is reported as
+// that want to show something in `agentosd ctl status` add theirs with
+// Server.AddStatusSection (the apps table adds "apps", the supervisor's
+// status file adds "supervisor"). A section that fails is reported as
 // {"error": "..."} and does not fail the call.
 type StatusSection struct {
 	Name string
@@ -83,19 +83,20 @@ func status(ctx context.Context, c *Call) (any, error) {
 		"uptimeMs":  now.Sub(s.started).Milliseconds(),
 		"safeMode":  false,
 	}
-	if eng, err := Use[Engine](c); err == nil {
-		st := eng.Stats()
-		out["safeMode"] = eng.SafeMode()
-		out["tasks"] = TaskCounts{Running: st.Running, Queued: st.Queued}
+	if tasks, err := Use[Tasks](c); err == nil && tasks != nil {
+		running, queued, safe := tasks()
+		out["safeMode"] = safe
+		out["tasks"] = TaskCounts{Running: running, Queued: queued}
 	}
-	if secs, err := Use[[]StatusSection](c); err == nil {
-		for _, sec := range secs {
-			v, err := sec.Read(ctx)
-			if err != nil {
-				v = map[string]string{"error": err.Error()}
-			}
-			out[sec.Name] = v
+	s.depsMu.RLock()
+	secs := slices.Clone(s.sections)
+	s.depsMu.RUnlock()
+	for _, sec := range secs {
+		v, err := sec.Read(ctx)
+		if err != nil {
+			v = map[string]string{"error": err.Error()}
 		}
+		out[sec.Name] = v
 	}
 	return out, nil
 }

@@ -1,0 +1,409 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentoslab/agentlab/runtime/apps"
+	"github.com/agentoslab/agentlab/runtime/apps/launcher"
+	"github.com/agentoslab/agentlab/runtime/errcode"
+	"github.com/agentoslab/agentlab/runtime/supervise"
+)
+
+// The app methods need the package table (*apps.Table) and the launcher
+// client (*launcher.Client); serve provides both:
+//
+//	admin.Provide(srv, table)
+//	admin.Provide(srv, launcher.NewClient(launcher.SocketName(names)))
+//	srv.AddStatusSection(admin.AppsSection(table))
+//	srv.AddStatusSection(admin.SupervisorSection(statusPath))
+//
+// Installs and uninstalls are done by the supervisor (root) through the
+// launcher; these methods admit root only, and the table's files are
+// root's, so the runtime itself can read but never change them.
+func init() {
+	Register(
+		Method{Name: "app.install", Perm: Root, Summary: "verify and install (or upgrade) an app bundle", Timeout: 5 * time.Minute, Handle: appInstall},
+		Method{Name: "app.list", Perm: Owner, Summary: "list installed apps", Handle: appList},
+		Method{Name: "app.ps", Perm: Owner, Summary: "list running app processes", Handle: appPS},
+		Method{Name: "app.run", Perm: Root | Shell, Summary: "run an app's debug command as its uid", Timeout: launcher.MaxRunTimeout + 30*time.Second, Handle: appRun},
+		Method{Name: "app.stop", Perm: Root | Shell, Summary: "stop an app's processes", Handle: appStop},
+		Method{Name: "app.uninstall", Perm: Root, Summary: "uninstall an app (code and data)", Timeout: 2 * time.Minute, Handle: appUninstall},
+	)
+	RegisterVerb(
+		Verb{Group: "app", Name: "install", Method: "app.install", Args: "FILE.agentapp", Summary: "install or upgrade an app bundle (root)",
+			Params: installParams, Text: printInstall, Timeout: 5 * time.Minute},
+		Verb{Group: "app", Name: "list", Method: "app.list", Summary: "list installed apps", Text: printApps},
+		Verb{Group: "app", Name: "ps", Method: "app.ps", Summary: "list running app processes", Text: printProcs},
+		Verb{Group: "app", Name: "run", Method: "app.run", Args: "PACKAGE [--timeout D] -- COMMAND [ARGS…]",
+			Summary: "run an app's debug command; prints its stdout, exits with its code", Params: runParams, Finish: finishRun},
+		Verb{Group: "app", Name: "stop", Method: "app.stop", Args: "PACKAGE [SERVER]", Summary: "stop an app's processes", Params: stopParams, Text: printStop},
+		Verb{Group: "app", Name: "uninstall", Method: "app.uninstall", Args: "PACKAGE", Summary: "uninstall an app (root)",
+			Params: packageParam, Text: printUninstall, Timeout: 2 * time.Minute},
+	)
+}
+
+// appsBackend returns the table and the launcher client.
+func appsBackend(c *Call) (*apps.Table, *launcher.Client, error) {
+	t, err := Use[*apps.Table](c)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := Use[*launcher.Client](c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, l, nil
+}
+
+// launcherErr turns a launcher failure into the owner's error: its own
+// refusals pass through; an absent supervisor is said so.
+func launcherErr(err error) error {
+	var e *errcode.Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, launcher.ErrUnreachable):
+		return errcode.Wrap(errcode.InvalidState, "the supervisor is not running (start agentosd supervise as root); apps cannot be installed or started", err).
+			WithDetails(map[string]any{"reason": "no_supervisor"})
+	case errors.Is(err, launcher.ErrRefused):
+		return errcode.Wrap(errcode.InvalidState, "the supervisor refused this runtime's uid (started with another --runtime-uid?)", err).
+			WithDetails(map[string]any{"reason": "supervisor_refused"})
+	}
+	return err
+}
+
+type installReq struct {
+	Path string `json:"path"`
+}
+
+func appInstall(ctx context.Context, c *Call) (any, error) {
+	var p installReq
+	if err := c.Decode(&p); err != nil {
+		return nil, err
+	}
+	if !filepath.IsAbs(p.Path) {
+		return nil, errcode.New(errcode.InvalidParams, "path must be absolute")
+	}
+	t, l, err := appsBackend(c)
+	if err != nil {
+		return nil, err
+	}
+	res, err := l.Install(ctx, p.Path)
+	if err != nil {
+		return nil, launcherErr(err)
+	}
+	t.Reload()
+	return res, nil
+}
+
+type packageReq struct {
+	Package string `json:"package"`
+}
+
+func appUninstall(ctx context.Context, c *Call) (any, error) {
+	var p packageReq
+	if err := c.Decode(&p); err != nil {
+		return nil, err
+	}
+	t, l, err := appsBackend(c)
+	if err != nil {
+		return nil, err
+	}
+	pkg, err := l.Uninstall(ctx, p.Package)
+	if err != nil {
+		return nil, launcherErr(err)
+	}
+	t.Reload()
+	return pkg, nil
+}
+
+func appList(ctx context.Context, c *Call) (any, error) {
+	if err := c.Decode(&struct{}{}); err != nil {
+		return nil, err
+	}
+	t, err := Use[*apps.Table](c)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.Reload(); err != nil {
+		return nil, errcode.Wrap(errcode.StoreFailed, err.Error(), err)
+	}
+	return t.All(), nil
+}
+
+func appPS(ctx context.Context, c *Call) (any, error) {
+	if err := c.Decode(&struct{}{}); err != nil {
+		return nil, err
+	}
+	l, err := Use[*launcher.Client](c)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := l.List(ctx)
+	if err != nil {
+		return nil, launcherErr(err)
+	}
+	return ps, nil
+}
+
+type runReq struct {
+	Package   string   `json:"package"`
+	Args      []string `json:"args"`
+	TimeoutMs int64    `json:"timeoutMs,omitempty"`
+}
+
+func appRun(ctx context.Context, c *Call) (any, error) {
+	var p runReq
+	if err := c.Decode(&p); err != nil {
+		return nil, err
+	}
+	l, err := Use[*launcher.Client](c)
+	if err != nil {
+		return nil, err
+	}
+	res, err := l.Run(ctx, p.Package, p.Args, time.Duration(p.TimeoutMs)*time.Millisecond)
+	if err != nil {
+		return nil, launcherErr(err)
+	}
+	return res, nil
+}
+
+type stopReq struct {
+	Package string `json:"package"`
+	Server  string `json:"server,omitempty"`
+}
+
+func appStop(ctx context.Context, c *Call) (any, error) {
+	var p stopReq
+	if err := c.Decode(&p); err != nil {
+		return nil, err
+	}
+	l, err := Use[*launcher.Client](c)
+	if err != nil {
+		return nil, err
+	}
+	n, err := l.Stop(ctx, p.Package, p.Server)
+	if err != nil {
+		return nil, launcherErr(err)
+	}
+	return launcher.StopResult{Stopped: n}, nil
+}
+
+// AppsSection is the "apps" section of status: how many are installed
+// and the table's version.
+func AppsSection(t *apps.Table) StatusSection {
+	return StatusSection{Name: "apps", Read: func(context.Context) (any, error) {
+		return map[string]any{"installed": len(t.All()), "tableVersion": t.Version()}, nil
+	}}
+}
+
+// SupervisorSection is the "supervisor" section of status, read from the
+// supervisor's status file.
+func SupervisorSection(statusPath string) StatusSection {
+	return StatusSection{Name: "supervisor", Read: func(context.Context) (any, error) {
+		st, err := supervise.ReadStatus(statusPath)
+		if err != nil {
+			return nil, errors.New("no supervisor status (not started by agentosd supervise?)")
+		}
+		return map[string]any{
+			"state": st.State, "reason": st.Reason, "since": st.Since, "deaths": st.Deaths,
+			"runtimePid": st.RuntimePID, "safeMode": st.SafeMode,
+			"moduleVersion": st.ModuleVersion, "moduleVersionCode": st.ModuleVersionCode,
+		}, nil
+	}}
+}
+
+// ctl side.
+
+func installParams(args []string, _ io.Reader) (any, error) {
+	if len(args) != 1 {
+		return nil, Usagef("want one bundle file")
+	}
+	p, err := filepath.Abs(args[0])
+	if err != nil {
+		return nil, err
+	}
+	return installReq{Path: p}, nil
+}
+
+func packageParam(args []string, _ io.Reader) (any, error) {
+	if len(args) != 1 || args[0] == "" {
+		return nil, Usagef("want one package name")
+	}
+	return packageReq{Package: args[0]}, nil
+}
+
+func stopParams(args []string, _ io.Reader) (any, error) {
+	if len(args) < 1 || len(args) > 2 {
+		return nil, Usagef("want a package and optionally a server")
+	}
+	p := stopReq{Package: args[0]}
+	if len(args) == 2 {
+		p.Server = args[1]
+	}
+	return p, nil
+}
+
+func runParams(args []string, _ io.Reader) (any, error) {
+	sep := -1
+	for i, a := range args {
+		if a == "--" {
+			sep = i
+			break
+		}
+	}
+	if sep < 0 || sep == len(args)-1 {
+		return nil, Usagef("want the command after --")
+	}
+	// PACKAGE and --timeout D in either order before "--".
+	var pkgs []string
+	timeout := launcher.DefaultRunTimeout
+	head := args[:sep]
+	for i := 0; i < len(head); i++ {
+		a := head[i]
+		val, isTimeout := "", false
+		switch {
+		case a == "--timeout" || a == "-timeout":
+			if i+1 == len(head) {
+				return nil, Usagef("--timeout needs a duration")
+			}
+			val, isTimeout = head[i+1], true
+			i++
+		case strings.HasPrefix(a, "--timeout=") || strings.HasPrefix(a, "-timeout="):
+			_, val, _ = strings.Cut(a, "=")
+			isTimeout = true
+		case strings.HasPrefix(a, "-"):
+			return nil, Usagef("unknown flag %s", a)
+		default:
+			pkgs = append(pkgs, a)
+		}
+		if isTimeout {
+			d, err := time.ParseDuration(val)
+			if err != nil {
+				return nil, Usagef("--timeout %q: %v", val, err)
+			}
+			timeout = d
+		}
+	}
+	if len(pkgs) != 1 {
+		return nil, Usagef("want one package before --")
+	}
+	if timeout <= 0 || timeout > launcher.MaxRunTimeout {
+		return nil, Usagef("--timeout must be within (0, %s]", launcher.MaxRunTimeout)
+	}
+	return TimeoutParams{
+		Params:  runReq{Package: pkgs[0], Args: args[sep+1:], TimeoutMs: timeout.Milliseconds()},
+		Timeout: timeout + 30*time.Second,
+	}, nil
+}
+
+func finishRun(raw json.RawMessage, asJSON bool, stdout, stderr io.Writer) int {
+	var r launcher.RunResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		fmt.Fprintf(stderr, "agentosd ctl app run: malformed result: %v\n", err)
+		return ExitFailed
+	}
+	if asJSON {
+		fmt.Fprintf(stdout, "%s\n", raw)
+	} else {
+		stdout.Write(r.Stdout)
+		stderr.Write(r.Stderr)
+		if r.StdoutDropped > 0 || r.StderrDropped > 0 {
+			fmt.Fprintf(stderr, "agentosd ctl app run: output cut: %d bytes of stdout and %d of stderr dropped\n", r.StdoutDropped, r.StderrDropped)
+		}
+		if r.TimedOut {
+			fmt.Fprintf(stderr, "agentosd ctl app run: killed at the timeout after %d ms\n", r.DurationMs)
+		}
+	}
+	if r.ExitCode < 0 || r.ExitCode > 255 {
+		return ExitFailed
+	}
+	return r.ExitCode
+}
+
+func printInstall(w io.Writer, raw json.RawMessage) error {
+	var r apps.InstallResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return err
+	}
+	p := r.Package
+	what := "already installed"
+	if r.Event != nil {
+		what = map[apps.EventKind]string{apps.Installed: "installed", apps.Updated: "updated",
+			apps.SignatureChanged: "updated, SIGNATURE CHANGED from " + short(r.Event.PreviousSigningDigest) + " —"}[r.Event.Kind]
+	}
+	fmt.Fprintf(w, "%s %s %s (versionCode %d, uid %d, signer %s)\n", what, p.Name, p.VersionName, p.VersionCode, p.UID, short(p.SigningDigest))
+	return nil
+}
+
+func printUninstall(w io.Writer, raw json.RawMessage) error {
+	var p apps.Package
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "uninstalled %s (uid %d stays reserved for it)\n", p.Name, p.UID)
+	return nil
+}
+
+func printApps(w io.Writer, raw json.RawMessage) error {
+	var ps []apps.Package
+	if err := json.Unmarshal(raw, &ps); err != nil {
+		return err
+	}
+	if len(ps) == 0 {
+		fmt.Fprintln(w, "no apps installed")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PACKAGE\tUID\tVERSION\tSIGNER\tCALLER\tSERVERS\tLABEL")
+	for _, p := range ps {
+		var servers []string
+		for _, s := range p.Services {
+			servers = append(servers, s.Server)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d (%s)\t%s\t%v\t%s\t%s\n", p.Name, p.UID, p.VersionCode, p.VersionName, short(p.SigningDigest), p.Caller, strings.Join(servers, ","), p.Label)
+	}
+	return tw.Flush()
+}
+
+func printProcs(w io.Writer, raw json.RawMessage) error {
+	var ps []launcher.Proc
+	if err := json.Unmarshal(raw, &ps); err != nil {
+		return err
+	}
+	if len(ps) == 0 {
+		fmt.Fprintln(w, "no app processes running")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PACKAGE\tSERVER\tPID\tUID\tUP")
+	for _, p := range ps {
+		up := time.Since(time.UnixMilli(p.StartedAt)).Round(time.Second)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", p.Package, p.Server, p.PID, p.UID, up)
+	}
+	return tw.Flush()
+}
+
+func printStop(w io.Writer, raw json.RawMessage) error {
+	var r launcher.StopResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "stopped %d process(es)\n", r.Stopped)
+	return nil
+}
+
+func short(digest string) string {
+	if len(digest) > 12 {
+		return digest[:12] + "…"
+	}
+	return digest
+}
