@@ -4,6 +4,10 @@
 // choices a card offers, the card's display model, and the user's
 // approval policy file ("always allow", enabled switches).
 //
-// The functions here are pure and deterministic; the consent coordinator
-// (queue, timeouts, surfaces) is built on top of them.
+// Those are pure and deterministic. On top of them sit the Coordinator,
+// the queue of consent requests waiting for the user (FIFO, answerable by
+// id, a timeout from creation, at most 16 pending, withdrawn when the task
+// is cancelled, auto-answer modes for tests), and SessionMemory, "don't
+// ask again in this conversation". Only the owner's admin API answers
+// cards: no socket or message an app can reach leads to Respond.
 package consent

@@ -11,10 +11,10 @@ import (
 )
 
 // Where the extension host keeps the user's approval policy, relative to
-// the runtime's data directory (spec §5.3).
+// the runtime's data directory (spec §5.3 keeps it in the app's files/ext/).
 const (
-	PolicyFile       = "files/ext/approval-policy.json"
-	PolicyBackupFile = "files/ext/approval-policy.backup.json"
+	PolicyFile       = "ext/approval-policy.json"
+	PolicyBackupFile = "ext/approval-policy.backup.json"
 )
 
 // PolicyVersion is the version Policy writes.
