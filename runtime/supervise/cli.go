@@ -1,0 +1,161 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Exit codes of `agentosd supervise`.
+const (
+	ExitOK             = 0
+	ExitFailed         = 1
+	ExitUsage          = 2
+	ExitAlreadyRunning = 3
+)
+
+// CLI is what `agentosd supervise` gets from its command: where to write
+// and, from the signal handling that only the command does, when to
+// kick a stopped runtime (SIGUSR1).
+type CLI struct {
+	Stderr io.Writer
+	Kick   <-chan struct{}
+}
+
+// Main runs `agentosd supervise [flags] [-- RUNTIME ARGV…]` until ctx
+// ends (SIGTERM) or the module is disabled, and returns the exit code.
+// The argv after "--" replaces the runtime's command (tests, labs).
+func Main(ctx context.Context, args []string, cli CLI) int {
+	if cli.Stderr == nil {
+		cli.Stderr = io.Discard
+	}
+	var runtimeCmd []string
+	for i, a := range args {
+		if a == "--" {
+			runtimeCmd, args = args[i+1:], args[:i]
+			break
+		}
+	}
+	fs := flag.NewFlagSet("supervise", flag.ContinueOnError)
+	fs.SetOutput(cli.Stderr)
+	var o Options
+	fs.StringVar(&o.Root, "root", DefaultRoot, "data root of the supervisor, the runtime and the apps")
+	fs.StringVar(&o.ModDir, "moddir", os.Getenv("MODDIR"), "module directory: exit when its disable or remove flag appears")
+	fs.IntVar(&o.RuntimeUID, "runtime-uid", DefaultRuntimeUID, "uid (and gid) the runtime runs as; never 0")
+	fs.StringVar(&o.Names.Prefix, "socket-prefix", "", "socket-name prefix (several runtimes on one host)")
+	fs.StringVar(&o.Names.Dir, "socket-dir", "", "directory for socket files where abstract sockets do not exist")
+	fs.StringVar(&o.Getprop, "getprop", "", `getprop binary to wait for sys.boot_completed ("-": do not wait; default: from PATH)`)
+	uids := fs.String("uid-range", fmt.Sprintf("%d-%d", 10100, 19998), "uids given to installed apps")
+	logStderr := fs.Bool("log-stderr", false, "also write the log to stderr")
+	// Loop constants (spec §4.12); changed only by tests and labs.
+	fs.DurationVar(&o.Timing.PollBusy, "poll-busy", 0, "heartbeat check while tasks run (default 1s)")
+	fs.DurationVar(&o.Timing.PollIdle, "poll-idle", 0, "heartbeat and flag check otherwise (default 5s)")
+	fs.DurationVar(&o.Timing.BackoffBase, "backoff-base", 0, "first restart delay (default 1s)")
+	fs.DurationVar(&o.Timing.BackoffMax, "backoff-max", 0, "restart delay cap (default 60s)")
+	fs.DurationVar(&o.Timing.ResetAfter, "reset-after", 0, "uptime that resets the backoff (default 60s)")
+	fs.DurationVar(&o.Timing.LoopWindow, "loop-window", 0, "crash-loop window (default 10m)")
+	fs.IntVar(&o.Timing.LoopMax, "loop-max", 0, "deaths within the window that mean safe mode (default 5)")
+	fs.DurationVar(&o.Timing.StopGrace, "stop-grace", 0, "SIGTERM to SIGKILL for the runtime (default 15s)")
+	fs.DurationVar(&o.Launcher.StartTimeout, "app-start-timeout", 0, "time an app's server has to listen (default 10s)")
+	if err := fs.Parse(args); err != nil {
+		return ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(cli.Stderr, "agentosd supervise: unexpected argument %q (runtime command goes after --)\n", fs.Arg(0))
+		return ExitUsage
+	}
+	first, last, ok := parseRange(*uids)
+	if !ok {
+		fmt.Fprintf(cli.Stderr, "agentosd supervise: --uid-range %q: want FIRST-LAST\n", *uids)
+		return ExitUsage
+	}
+	o.Installer.FirstUID, o.Installer.LastUID = first, last
+	if len(runtimeCmd) > 0 {
+		o.RuntimeCmd = runtimeCmd
+	}
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(cli.Stderr, "agentosd supervise: must run as root (it starts the runtime and the apps under their own uids)")
+		return ExitFailed
+	}
+	logw, err := OpenLog(o.Root)
+	if err != nil {
+		fmt.Fprintf(cli.Stderr, "agentosd supervise: %v\n", err)
+		return ExitFailed
+	}
+	defer logw.Close()
+	var out io.Writer = logw
+	if *logStderr {
+		out = io.MultiWriter(logw, cli.Stderr)
+	}
+	o.Logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	s, err := New(&o)
+	if err != nil {
+		fmt.Fprintf(cli.Stderr, "agentosd supervise: %v\n", err)
+		return ExitUsage
+	}
+	if cli.Kick != nil {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case _, ok := <-cli.Kick:
+					if !ok {
+						return
+					}
+					s.Kick()
+				}
+			}
+		}()
+	}
+	if err := s.Run(ctx); err != nil {
+		var ar *ErrAlreadyRunning
+		if errors.As(err, &ar) {
+			fmt.Fprintf(cli.Stderr, "agentosd supervise: %v; not starting a second one\n", err)
+			return ExitAlreadyRunning
+		}
+		fmt.Fprintf(cli.Stderr, "agentosd supervise: %v\n", err)
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+func parseRange(s string) (int, int, bool) {
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		return 0, 0, false
+	}
+	first, err1 := strconv.Atoi(a)
+	last, err2 := strconv.Atoi(b)
+	if err1 != nil || err2 != nil || first <= 0 || last < first {
+		return 0, 0, false
+	}
+	return first, last, true
+}
+
+// RuntimeEnv is what the supervisor tells the runtime it starts
+// (environment variables AGENTOS_ROOT and AGENTOS_SAFE_MODE).
+type RuntimeEnv struct {
+	// Root is the supervisor's root; "" when the runtime was started by
+	// hand (no supervisor: no apps, no launcher).
+	Root string
+	// SafeMode says the runtime must refuse new tasks (safe_mode).
+	SafeMode bool
+}
+
+// FromEnv reads RuntimeEnv from the process environment (for serve).
+func FromEnv(getenv func(string) string) RuntimeEnv {
+	return RuntimeEnv{Root: getenv("AGENTOS_ROOT"), SafeMode: getenv("AGENTOS_SAFE_MODE") == "1"}
+}
+
+// StatusPath is the status file under root.
+func (e RuntimeEnv) StatusPath() string { return Paths{Root: e.Root}.Status() }
+
+// AppsDir is the package table's directory under root.
+func (e RuntimeEnv) AppsDir() string { return Paths{Root: e.Root}.Apps() }
