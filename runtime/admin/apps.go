@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -15,6 +16,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/apps/launcher"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/supervise"
+	"github.com/agentoslab/agentlab/runtime/transport"
 )
 
 // The app methods need the package table (*apps.Table) and the launcher
@@ -48,6 +50,26 @@ func init() {
 		Verb{Group: "app", Name: "uninstall", Method: "app.uninstall", Args: "PACKAGE", Summary: "uninstall an app (root)",
 			Params: packageParam, Text: printUninstall, Timeout: 2 * time.Minute},
 	)
+}
+
+// AttachApps gives the admin server of a runtime started by the
+// supervisor its app methods: it opens the package table under root
+// (root/apps, polled for changes), provides it and a launcher client for
+// names to srv, and adds the apps and supervisor status sections. The
+// caller shares the table with the caller channel and the extension host
+// and closes it at shutdown. A runtime started without a supervisor
+// (root "") gets none of this; its app methods answer busy.
+func AttachApps(srv *Server, root string, names transport.Names, logger *slog.Logger) (*apps.Table, error) {
+	env := supervise.RuntimeEnv{Root: root}
+	t, err := apps.OpenTable(env.AppsDir(), &apps.TableOptions{Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("admin: %w", err)
+	}
+	Provide(srv, t)
+	Provide(srv, launcher.NewClient(launcher.SocketName(names)))
+	srv.AddStatusSection(AppsSection(t))
+	srv.AddStatusSection(SupervisorSection(env.StatusPath()))
+	return t, nil
 }
 
 // appsBackend returns the table and the launcher client.

@@ -2,17 +2,21 @@ package supervise
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/agentoslab/agentlab/runtime/apps"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/agentoslab/agentlab/runtime/apps/apptest"
@@ -48,6 +52,18 @@ func fakeRuntime(plan, record string) int {
 	}
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
+	if fields := strings.Fields(step); len(fields) == 4 && fields[0] == "apps" {
+		// apps BUNDLE PACKAGE PREFIX: install and start an app through
+		// the supervisor's launcher, then check who listens.
+		heartbeat(0, "idle")
+		result := launchApp(fields[1], fields[2], transport.Names{Prefix: fields[3]})
+		f, _ := os.OpenFile(record, os.O_WRONLY|os.O_APPEND, 0)
+		fmt.Fprintln(f, result)
+		f.Close()
+		<-term
+		heartbeat(0, "stopping")
+		return 0
+	}
 	switch step {
 	case "busy-die":
 		heartbeat(1, "busy")
@@ -68,6 +84,30 @@ func fakeRuntime(plan, record string) int {
 		return 0
 	}
 	return 3
+}
+
+func launchApp(bundle, pkg string, names transport.Names) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := launcher.NewClient(launcher.SocketName(names))
+	res, err := c.Install(ctx, bundle)
+	if err != nil {
+		return "app error install: " + err.Error()
+	}
+	p, err := c.Start(ctx, pkg, "main")
+	if err != nil {
+		return "app error start: " + err.Error()
+	}
+	conn, err := transport.Dial(ctx, p.Socket)
+	if err != nil {
+		return "app error dial: " + err.Error()
+	}
+	defer conn.Close()
+	cred, err := transport.PeerCred(conn)
+	if err != nil {
+		return "app error cred: " + err.Error()
+	}
+	return fmt.Sprintf("app uid=%d listener=%d runtime=%d", res.Package.UID, cred.UID, os.Getuid())
 }
 
 func readLines(path string) ([]string, error) {
@@ -233,6 +273,44 @@ func TestRuntimeRunsAsItsUID(t *testing.T) {
 		t.Fatalf("final status %+v", file)
 	}
 	h.done <- nil // for the cleanup
+}
+
+// TestRuntimeLaunchesApp runs the whole process model: root supervisor →
+// runtime as its uid → launcher → app as its own uid, and the runtime
+// checks the app's listener uid.
+func TestRuntimeLaunchesApp(t *testing.T) {
+	apptest.NeedRoot(t)
+	open := apptest.OpenDir(t)
+	out, err := exec.Command("go", "build", "-o", filepath.Join(open, "testapp"), "github.com/agentoslab/agentlab/runtime/apps/internal/testapp").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build testapp: %v\n%s", err, out)
+	}
+	bin, _ := os.ReadFile(filepath.Join(open, "testapp"))
+	const pkg = "org.agentos.test.supervised"
+	src := fstest.MapFS{
+		"app.json": {Data: []byte(`{"package":"` + pkg + `","label":"S","versionCode":1,"binary":"testapp","services":[{"name":"M","kind":"mcp","server":"main"}]}`)},
+		apps.BinaryPath(apps.HostABI(), "testapp"): {Data: bin},
+	}
+	key, _ := apps.GenerateKey()
+	var buf bytes.Buffer
+	if _, err := apps.Pack(context.Background(), src, key, &buf); err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(open, "app.agentapp")
+	os.WriteFile(bundle, buf.Bytes(), 0o644)
+
+	var h *harness
+	h = start(t, []string{"apps " + bundle + " " + pkg + " PREFIX"}, func(o *Options) {
+		// The plan needs the prefix, known only now.
+		plan := o.RuntimeCmd[2]
+		os.WriteFile(plan, []byte("apps "+bundle+" "+pkg+" "+o.Names.Prefix+"\n"), 0o644)
+		o.Installer.FirstUID, o.Installer.LastUID = 10600, 10699
+	})
+	lines := h.awaitStarts(2)
+	want := fmt.Sprintf("app uid=10600 listener=10600 runtime=%d", testRuntimeUID)
+	if lines[1] != want {
+		t.Fatalf("runtime saw %q, want %q", lines[1], want)
+	}
 }
 
 func TestSingleInstance(t *testing.T) {
