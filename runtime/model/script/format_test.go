@@ -1,0 +1,247 @@
+package script
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"gopkg.in/yaml.v3"
+)
+
+// example is a fenced block of FORMAT.md.
+type example struct {
+	lang, tag, body string
+	line            int
+}
+
+var fenceRE = regexp.MustCompile("(?ms)^```(yaml|json) (script|invalid-script)\n(.*?)^```")
+
+func formatExamples(t testing.TB) []example {
+	t.Helper()
+	doc, err := os.ReadFile("FORMAT.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []example
+	for _, m := range fenceRE.FindAllSubmatchIndex(doc, -1) {
+		out = append(out, example{
+			lang: string(doc[m[2]:m[3]]), tag: string(doc[m[4]:m[5]]), body: string(doc[m[6]:m[7]]),
+			line: 1 + strings.Count(string(doc[:m[0]]), "\n"),
+		})
+	}
+	if len(out) < 10 {
+		t.Fatalf("found only %d examples in FORMAT.md", len(out))
+	}
+	return out
+}
+
+func resolvedSchema(t testing.TB) *jsonschema.Resolved {
+	t.Helper()
+	var s jsonschema.Schema
+	if err := json.Unmarshal(Schema(), &s); err != nil {
+		t.Fatalf("schema: %v", err)
+	}
+	r, err := s.Resolve(nil)
+	if err != nil {
+		t.Fatalf("resolve schema: %v", err)
+	}
+	return r
+}
+
+// instance turns a YAML or JSON document into the JSON value the schema
+// validates.
+func instance(t testing.TB, body string) any {
+	t.Helper()
+	var v any
+	if err := yaml.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatalf("yaml: %v", err)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("json: %v", err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestFormatExamples: every example in FORMAT.md marked "script" is valid
+// by the schema and by Parse; every "invalid-script" is rejected by Parse.
+func TestFormatExamples(t *testing.T) {
+	t.Parallel()
+	schema := resolvedSchema(t)
+	for _, ex := range formatExamples(t) {
+		switch ex.tag {
+		case "script":
+			if err := schema.Validate(instance(t, ex.body)); err != nil {
+				t.Errorf("FORMAT.md:%d: schema rejects the example: %v", ex.line, err)
+			}
+			if _, err := Parse([]byte(ex.body)); err != nil {
+				t.Errorf("FORMAT.md:%d: Parse rejects the example: %v", ex.line, err)
+			}
+		case "invalid-script":
+			if _, err := Parse([]byte(ex.body)); err == nil {
+				t.Errorf("FORMAT.md:%d: Parse accepts an invalid example", ex.line)
+			}
+		}
+	}
+}
+
+// TestParseErrors: documents Parse rejects, with the line its error
+// names; those the schema can express are rejected by the schema too.
+func TestParseErrors(t *testing.T) {
+	t.Parallel()
+	schema := resolvedSchema(t)
+	for _, tc := range []struct {
+		name, doc, want string
+		schemaToo      bool
+	}{
+		{"unknown top key", "stepz: []\n", "line 1: field stepz not found", true},
+		{"unknown step key", "steps:\n  - text: hi\n    colour: blue\n", "line 3: field colour not found", true},
+		{"unknown fail key", "steps:\n  - fail: {status: 500, why: x}\n", "line 2: field why not found", true},
+		{"not a mapping", "- text: hi\n", "line 1: a script is a mapping", true},
+		{"text number", "steps:\n  - text: 5\n", "line 2: want a string", true},
+		{"name number", "steps:\n  - toolCalls: [{name: 5}]\n", "line 2: want a string", true},
+		{"final number", "final: 5\n", "line 1: want a string", true},
+		{"version 2", "version: 2\n", "version 2", true},
+		{"two kinds", "steps:\n  - echo: true\n    fail: {status: 500}\n", "line 2: steps[0]: fail, compromised and echo", true},
+		{"fail with text", "steps:\n  - text: x\n    fail: {status: 500}\n", "line 2: steps[0]: a fail step takes only delayMs", true},
+		{"echo with text", "steps:\n  - echo: true\n    text: x\n", "an echo step takes only", true},
+		{"compromised with calls", "steps:\n  - compromised: true\n    toolCalls: [{name: a}]\n", "a compromised step takes only", true},
+		{"compromised not last", "steps:\n  - compromised: true\n  - text: x\n", "line 2: steps[0]: a compromised step answers every remaining call", false},
+		{"status 200", "steps:\n  - fail: {status: 200}\n", "not a failing HTTP status", true},
+		{"status 600", "steps:\n  - fail: {status: 600}\n", "not a failing HTTP status", true},
+		{"fail empty", "steps:\n  - fail: {}\n", "fail needs a status or hang", true},
+		{"hang and status", "steps:\n  - fail: {hang: true, status: 500}\n", "fail.hang excludes", true},
+		{"retryAfter junk", "steps:\n  - fail: {status: 429, retryAfter: soon}\n", "neither whole seconds nor an HTTP date", false},
+		{"retryAfter negative", "steps:\n  - fail: {status: 429, retryAfter: -1}\n", "neither whole seconds", true},
+		{"stop unknown", "steps:\n  - text: x\n    stop: done\n", `stop "done"`, true},
+		{"cut and hang", "steps:\n  - text: x\n    cutAfter: 1\n    hangAfter: 1\n", "exclude each other", true},
+		{"negative delay", "steps:\n  - text: x\n    delayMs: -1\n", "delayMs must be between", true},
+		{"huge delay", "steps:\n  - text: x\n    delayMs: 600001\n", "delayMs must be between", true},
+		{"chunkChars 0", "steps:\n  - text: x\n    chunkChars: 0\n", "chunkChars must be at least 1", true},
+		{"call without name", "steps:\n  - toolCalls: [{arguments: {}}]\n", "toolCalls[0] (line 2): a tool call needs a name or an mcp", true},
+		{"name and mcp", "steps:\n  - toolCalls: [{name: a, mcp: [p, s, t]}]\n", "name and mcp exclude", true},
+		{"mcp two", "steps:\n  - toolCalls: [{mcp: [p, s]}]\n", "mcp is [plugin, server, tool]", true},
+		{"mcp empty", "steps:\n  - toolCalls: [{mcp: [p, \"\", t]}]\n", "must not be empty", true},
+		{"empty name", "steps:\n  - toolCalls: [{name: \"\"}]\n", "name must not be empty", true},
+		{"arguments list", "steps:\n  - toolCalls: [{name: a, arguments: [1]}]\n", "arguments must be a mapping", true},
+		{"lone dollar", "steps:\n  - toolCalls: [{name: a, arguments: {p: costs $5}}]\n", "write $$ for a dollar sign", false},
+		{"bad ref", "steps:\n  - toolCalls: [{name: a, arguments: {p: \"${result[x]}\"}}]\n", "want result[N]", false},
+		{"unclosed", "steps:\n  - toolCalls: [{name: a, arguments: {p: \"${result[0]\"}}]\n", "unclosed ${", false},
+		{"alias", "a: &x {k: 1}\nsteps:\n  - toolCalls: [{name: a, arguments: *x}]\n", "", false},
+		{"nan", "steps:\n  - toolCalls: [{name: a, arguments: {n: .nan}}]\n", "not a JSON number", false},
+		{"two documents", "steps: []\n---\nsteps: []\n", "more than one YAML document", false},
+		{"duplicate key", "steps: []\nsteps: []\n", "already defined", false},
+		{"bad yaml", "steps: [\n", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse([]byte(tc.doc))
+			if err == nil {
+				t.Fatalf("Parse accepted %q", tc.doc)
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("error does not wrap ErrInvalid: %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+			if tc.schemaToo {
+				if err := schema.Validate(instance(t, tc.doc)); err == nil {
+					t.Errorf("schema accepts %q", tc.doc)
+				}
+			}
+		})
+	}
+}
+
+func TestParseValues(t *testing.T) {
+	t.Parallel()
+	s, err := Parse([]byte(`#!agentos-script
+version: 1
+final: bye
+steps:
+  - text: "abcdé"
+    chunkChars: 2
+    thinking: [x, y]
+    delayMs: 5
+    intervalMs: 7
+    toolCalls:
+      - name: t
+        id: my-id
+        arguments: {day: 2026-01-01, n: 3, f: 1.5, b: true, z: null, l: [1, "two"], "1": one}
+    cutAfter: 3
+  - fail: {status: 429, retryAfter: 20}
+  - fail: {hang: true}
+  - echo: true
+  - compromised: true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Steps) != 5 || s.Final == nil || *s.Final != "bye" {
+		t.Fatalf("script %+v", s)
+	}
+	st := s.Steps[0]
+	if strings.Join(st.Text, "|") != "ab|cd|é" || strings.Join(st.Thinking, "|") != "x|y" {
+		t.Errorf("chunks %q %q", st.Text, st.Thinking)
+	}
+	if st.Delay.Milliseconds() != 5 || st.Interval.Milliseconds() != 7 || st.CutAfter != 3 || st.HangAfter != -1 || st.Line != 5 {
+		t.Errorf("step %+v", st)
+	}
+	b, _ := json.Marshal(st.ToolCalls[0].Arguments)
+	if want := `{"1":"one","b":true,"day":"2026-01-01","f":1.5,"l":[1,"two"],"n":3,"z":null}`; string(b) != want {
+		t.Errorf("arguments %s, want %s", b, want)
+	}
+	if f := s.Steps[1].Fail; f == nil || f.Status != 429 || f.RetryAfter != "20" {
+		t.Errorf("fail %+v", f)
+	}
+	if !s.Steps[2].Fail.Hang || !s.Steps[3].Echo || !s.Steps[4].Compromised {
+		t.Errorf("kinds %+v", s.Steps[2:])
+	}
+	for _, empty := range []string{"", "\n", "# nothing\n", "#!agentos-script\n", "~\n"} {
+		s, err := Parse([]byte(empty))
+		if err != nil || len(s.Steps) != 0 || s.Final != nil {
+			t.Errorf("Parse(%q) = %+v, %v", empty, s, err)
+		}
+	}
+}
+
+func TestLoad(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := dir + "/s.yaml"
+	if err := os.WriteFile(p, []byte("steps: [{text: hi}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(p)
+	if err != nil || len(s.Steps) != 1 {
+		t.Fatalf("Load = %+v, %v", s, err)
+	}
+	if err := os.WriteFile(p, []byte("steps: [{txt: hi}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), p) {
+		t.Errorf("Load(bad) = %v", err)
+	}
+	if _, err := Load(dir + "/missing"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load(missing) = %v", err)
+	}
+	big := make([]byte, MaxSize+10)
+	for i := range big {
+		big[i] = '#'
+	}
+	if err := os.WriteFile(p, big, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Load(big) = %v", err)
+	}
+}

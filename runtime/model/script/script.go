@@ -1,0 +1,547 @@
+// Package script is the scripted model: one documented format (FORMAT.md,
+// script.schema.json) that says what a model answers to each request, so
+// that runtime tests and lab scenarios run deterministically.
+//
+// The package is transport-free. Parse reads a script; (*Script).Respond
+// decides the next answer from a model request alone — the step index is
+// the number of assistant messages after the last user message — so a
+// restarted runtime, or the lab's HTTP model stub serving several devices
+// at once, gives the same answers. NewProvider serves scripts to the
+// runtime as a model.Provider; the lab stub serves the same Responses over
+// OpenAI-compatible and Anthropic HTTP.
+//
+// A script can stream text and thinking, call tools (by final name or by
+// raw [plugin, server, tool], with values substituted from earlier tool
+// results), fail as a provider fails (an HTTP status, a cut stream, a
+// hang), or turn "compromised": follow every instruction it finds in the
+// conversation, so scenarios test the runtime's boundaries rather than a
+// model's manners. A user message that is itself a script document (first
+// line "#!agentos-script") drives that turn.
+package script
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Header is the first line of a script document inside a prompt.
+const Header = "#!agentos-script"
+
+// Limits on a script document.
+const (
+	MaxSize     = 1 << 20 // bytes
+	MaxSteps    = 1000
+	MaxDelay    = 10 * time.Minute
+	maxDelayMs  = int(MaxDelay / time.Millisecond)
+	maxCutOrEnd = 1 << 20
+)
+
+//go:embed script.schema.json
+var schemaJSON []byte
+
+// Schema returns the JSON Schema (draft 2020-12) of a script document.
+func Schema() []byte { return bytes.Clone(schemaJSON) }
+
+// ErrInvalid is wrapped by every error Parse returns for a document that
+// is not a valid script.
+var ErrInvalid = errors.New("invalid script")
+
+// Script is a parsed script.
+type Script struct {
+	// Steps answer the model calls of a turn in order: step i answers
+	// the call made after i assistant messages.
+	Steps []Step
+	// Final is the text answered once the steps are used up; nil means
+	// echo the last user message.
+	Final *string
+}
+
+// Step is one answer. Exactly one kind: a reply (text, thinking, tool
+// calls), a failure (Fail), a compromised model, or an echo.
+type Step struct {
+	Text        []string // chunks, already split
+	Thinking    []string
+	ToolCalls   []ToolCall
+	Stop        string // "" means tool_use with tool calls, else end_turn
+	Delay       time.Duration
+	Interval    time.Duration
+	CutAfter    int // -1: not set
+	HangAfter   int // -1: not set
+	Fail        *Fail
+	Compromised bool
+	Echo        bool
+	// ChunkChars splits echo and compromised texts (0: one chunk).
+	ChunkChars int
+	Line       int
+}
+
+// Fail makes a step fail before any event.
+type Fail struct {
+	Status     int
+	RetryAfter string
+	Hang       bool
+}
+
+// ToolCall is a scripted call. Exactly one of Name and MCP is set.
+type ToolCall struct {
+	ID   string
+	Name string
+	// MCP is a raw [plugin, server, tool], resolved against the offered
+	// tools with the naming algorithm of spec §7.
+	MCP []string
+	// Arguments is the JSON object tree with substitution templates in
+	// its strings.
+	Arguments map[string]any
+	args      map[string]any // with templates parsed
+	Line      int
+}
+
+// document is the wire form, decoded strictly.
+type document struct {
+	Version     *int      `yaml:"version"`
+	Description str       `yaml:"description"`
+	Final       *str      `yaml:"final"`
+	Steps       []stepDoc `yaml:"steps"`
+}
+
+type stepDoc struct {
+	Text        chunks    `yaml:"text"`
+	Thinking    chunks    `yaml:"thinking"`
+	ChunkChars  *int      `yaml:"chunkChars"`
+	ToolCalls   []callDoc `yaml:"toolCalls"`
+	Stop        str       `yaml:"stop"`
+	DelayMs     int       `yaml:"delayMs"`
+	IntervalMs  int       `yaml:"intervalMs"`
+	CutAfter    *int      `yaml:"cutAfter"`
+	HangAfter   *int      `yaml:"hangAfter"`
+	Fail        *failDoc  `yaml:"fail"`
+	Compromised bool      `yaml:"compromised"`
+	Echo        bool      `yaml:"echo"`
+	// Comment is for the reader; it changes nothing.
+	Comment str `yaml:"comment"`
+}
+
+type failDoc struct {
+	Status     int    `yaml:"status"`
+	RetryAfter string `yaml:"retryAfter"`
+	Hang       bool   `yaml:"hang"`
+}
+
+type callDoc struct {
+	ID        *str      `yaml:"id"`
+	Name      *str      `yaml:"name"`
+	MCP       []str     `yaml:"mcp"`
+	Arguments yaml.Node `yaml:"arguments"`
+}
+
+// str is a string that must be written as one: yaml.v3 would otherwise
+// turn name: 123 into "123" where the schema says string.
+type str string
+
+func (s *str) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+		return fmt.Errorf("line %d: want a string", n.Line)
+	}
+	*s = str(n.Value)
+	return nil
+}
+
+// chunks is a string or a list of strings.
+type chunks struct {
+	list  []string
+	whole bool // written as one string, to be split by chunkChars
+	set   bool
+}
+
+func (c *chunks) UnmarshalYAML(n *yaml.Node) error {
+	c.set = true
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.Tag != "!!str" {
+			return fmt.Errorf("line %d: want a string or a list of strings", n.Line)
+		}
+		c.list, c.whole = []string{n.Value}, true
+		return nil
+	case yaml.SequenceNode:
+		for _, e := range n.Content {
+			if e.Kind != yaml.ScalarNode || e.Tag != "!!str" {
+				return fmt.Errorf("line %d: want a string", e.Line)
+			}
+			c.list = append(c.list, e.Value)
+		}
+		return nil
+	}
+	return fmt.Errorf("line %d: want a string or a list of strings", n.Line)
+}
+
+// Parse reads a script document: YAML or JSON, optionally starting with
+// the "#!agentos-script" line. Unknown keys, wrong types and invalid
+// values are errors naming the line. An empty document is the empty
+// script (every answer echoes).
+func Parse(data []byte) (*Script, error) {
+	if len(data) > MaxSize {
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrInvalid, MaxSize)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if root.Kind == 0 || (root.Kind == yaml.DocumentNode && len(root.Content) == 1 && root.Content[0].Tag == "!!null") {
+		return &Script{}, nil
+	}
+	top := root.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%w: line %d: a script is a mapping with a steps list", ErrInvalid, top.Line)
+	}
+	var doc document
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, yamlError(err))
+	}
+	if err := dec.Decode(new(yaml.Node)); err != io.EOF {
+		return nil, fmt.Errorf("%w: more than one YAML document", ErrInvalid)
+	}
+	if doc.Version != nil && *doc.Version != 1 {
+		return nil, fmt.Errorf("%w: version %d is not supported (want 1)", ErrInvalid, *doc.Version)
+	}
+	if len(doc.Steps) > MaxSteps {
+		return nil, fmt.Errorf("%w: more than %d steps", ErrInvalid, MaxSteps)
+	}
+	stepNodes := seqOf(top, "steps")
+	s := &Script{}
+	if doc.Final != nil {
+		f := string(*doc.Final)
+		s.Final = &f
+	}
+	for i, sd := range doc.Steps {
+		var n *yaml.Node
+		if i < len(stepNodes) {
+			n = stepNodes[i]
+		}
+		st, err := sd.step(n)
+		if err != nil {
+			return nil, fmt.Errorf("%w: line %d: steps[%d]: %v", ErrInvalid, lineOf(n), i, err)
+		}
+		if st.Compromised && i != len(doc.Steps)-1 {
+			return nil, fmt.Errorf("%w: line %d: steps[%d]: a compromised step answers every remaining call of the turn, so it must be the last step", ErrInvalid, lineOf(n), i)
+		}
+		s.Steps = append(s.Steps, st)
+	}
+	return s, nil
+}
+
+// Load reads and parses the script file at path.
+func Load(path string) (*Script, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load script: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("load script: %w", err)
+	}
+	s, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("load script %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// step validates one step document.
+func (d stepDoc) step(n *yaml.Node) (Step, error) {
+	st := Step{CutAfter: -1, HangAfter: -1, Line: lineOf(n), Stop: string(d.Stop), Compromised: d.Compromised, Echo: d.Echo}
+	if d.ChunkChars != nil {
+		if *d.ChunkChars < 1 {
+			return st, errors.New("chunkChars must be at least 1")
+		}
+		st.ChunkChars = *d.ChunkChars
+	}
+	reply := d.Text.set || d.Thinking.set || len(d.ToolCalls) > 0 || d.Stop != "" || d.CutAfter != nil || d.HangAfter != nil
+	kinds := 0
+	for _, k := range []bool{d.Fail != nil, d.Compromised, d.Echo} {
+		if k {
+			kinds++
+		}
+	}
+	switch {
+	case kinds > 1:
+		return st, errors.New("fail, compromised and echo exclude each other")
+	case d.Fail != nil && (reply || d.IntervalMs != 0 || d.ChunkChars != nil):
+		return st, errors.New("a fail step takes only delayMs besides fail")
+	case d.Echo && reply:
+		return st, errors.New("an echo step takes only chunkChars, delayMs and intervalMs")
+	case d.Compromised && (len(d.ToolCalls) > 0 || d.Stop != "" || d.CutAfter != nil || d.HangAfter != nil):
+		return st, errors.New("a compromised step takes only text, thinking, chunkChars, delayMs and intervalMs")
+	}
+	for _, v := range []struct {
+		name string
+		ms   int
+		out  *time.Duration
+	}{{"delayMs", d.DelayMs, &st.Delay}, {"intervalMs", d.IntervalMs, &st.Interval}} {
+		if v.ms < 0 || v.ms > maxDelayMs {
+			return st, fmt.Errorf("%s must be between 0 and %d", v.name, maxDelayMs)
+		}
+		*v.out = time.Duration(v.ms) * time.Millisecond
+	}
+	switch st.Stop {
+	case "", "end_turn", "tool_use", "max_tokens", "refusal":
+	default:
+		return st, fmt.Errorf("stop %q is not one of end_turn, tool_use, max_tokens, refusal", st.Stop)
+	}
+	if d.CutAfter != nil && d.HangAfter != nil {
+		return st, errors.New("cutAfter and hangAfter exclude each other")
+	}
+	for _, v := range []struct {
+		name string
+		p    *int
+		out  *int
+	}{{"cutAfter", d.CutAfter, &st.CutAfter}, {"hangAfter", d.HangAfter, &st.HangAfter}} {
+		if v.p == nil {
+			continue
+		}
+		if *v.p < 0 || *v.p > maxCutOrEnd {
+			return st, fmt.Errorf("%s must be between 0 and %d", v.name, maxCutOrEnd)
+		}
+		*v.out = *v.p
+	}
+	st.Text = split(d.Text, st.ChunkChars)
+	st.Thinking = split(d.Thinking, st.ChunkChars)
+	if d.Fail != nil {
+		f, err := d.Fail.fail()
+		if err != nil {
+			return st, err
+		}
+		st.Fail = f
+	}
+	callNodes := seqOf(n, "toolCalls")
+	for j, cd := range d.ToolCalls {
+		var cn *yaml.Node
+		if j < len(callNodes) {
+			cn = callNodes[j]
+		}
+		c, err := cd.call(cn)
+		if err != nil {
+			return st, fmt.Errorf("toolCalls[%d] (line %d): %v", j, lineOf(cn), err)
+		}
+		st.ToolCalls = append(st.ToolCalls, c)
+	}
+	return st, nil
+}
+
+func (d failDoc) fail() (*Fail, error) {
+	switch {
+	case d.Hang && (d.Status != 0 || d.RetryAfter != ""):
+		return nil, errors.New("fail.hang excludes status and retryAfter")
+	case d.Hang:
+		return &Fail{Hang: true}, nil
+	case d.Status == 0:
+		return nil, errors.New("fail needs a status or hang: true")
+	case d.Status < 100 || d.Status > 599 || (d.Status >= 200 && d.Status <= 299):
+		return nil, fmt.Errorf("fail.status %d is not a failing HTTP status (100-199, 300-599)", d.Status)
+	}
+	if d.RetryAfter != "" {
+		ra := strings.TrimSpace(d.RetryAfter)
+		if _, err := strconv.ParseUint(ra, 10, 32); err != nil {
+			if _, err := http.ParseTime(ra); err != nil {
+				return nil, fmt.Errorf("fail.retryAfter %q is neither whole seconds nor an HTTP date", d.RetryAfter)
+			}
+		}
+	}
+	return &Fail{Status: d.Status, RetryAfter: strings.TrimSpace(d.RetryAfter)}, nil
+}
+
+func (d callDoc) call(n *yaml.Node) (ToolCall, error) {
+	c := ToolCall{Line: lineOf(n)}
+	if d.ID != nil {
+		if *d.ID == "" {
+			return c, errors.New("id must not be empty")
+		}
+		c.ID = string(*d.ID)
+	}
+	if d.Name != nil {
+		if *d.Name == "" {
+			return c, errors.New("name must not be empty")
+		}
+		c.Name = string(*d.Name)
+	}
+	if d.MCP != nil {
+		c.MCP = make([]string, len(d.MCP))
+		for i, s := range d.MCP {
+			c.MCP[i] = string(s)
+		}
+	}
+	switch {
+	case d.Name != nil && d.MCP != nil:
+		return c, errors.New("name and mcp exclude each other")
+	case d.Name == nil && d.MCP == nil:
+		return c, errors.New("a tool call needs a name or an mcp [plugin, server, tool]")
+	case d.MCP != nil && len(d.MCP) != 3:
+		return c, errors.New("mcp is [plugin, server, tool]")
+	}
+	for _, s := range c.MCP {
+		if s == "" {
+			return c, errors.New("mcp segments must not be empty")
+		}
+	}
+	c.Arguments = map[string]any{}
+	if d.Arguments.Kind != 0 {
+		v, err := fromNode(&d.Arguments)
+		if err != nil {
+			return c, fmt.Errorf("arguments: %v", err)
+		}
+		m, ok := v.(map[string]any)
+		if !ok && v != nil {
+			return c, errors.New("arguments must be a mapping (a JSON object)")
+		}
+		if m != nil {
+			c.Arguments = m
+		}
+	}
+	args, err := compileTree(c.Arguments)
+	if err != nil {
+		return c, fmt.Errorf("arguments: %v", err)
+	}
+	c.args = args.(map[string]any)
+	return c, nil
+}
+
+// split turns a text field into chunks: a single string is cut into
+// n-character pieces when n > 0; a list is kept as written.
+func split(c chunks, n int) []string {
+	if !c.set {
+		return nil
+	}
+	if !c.whole || n <= 0 {
+		return c.list
+	}
+	return splitRunes(c.list[0], n)
+}
+
+func splitRunes(s string, n int) []string {
+	if s == "" {
+		return []string{""}
+	}
+	var out []string
+	r := []rune(s)
+	for len(r) > 0 {
+		k := min(n, len(r))
+		out = append(out, string(r[:k]))
+		r = r[k:]
+	}
+	return out
+}
+
+// fromNode converts YAML to a JSON value tree: scalars by their resolved
+// tag, except that timestamps and other non-JSON scalars stay the text
+// the author wrote (yaml.v3 would make 2026-01-01 a time.Time).
+func fromNode(n *yaml.Node) (any, error) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		return fromNode(n.Content[0])
+	case yaml.AliasNode:
+		return nil, fmt.Errorf("line %d: aliases are not supported", n.Line)
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Kind != yaml.ScalarNode {
+				return nil, fmt.Errorf("line %d: keys must be scalars", k.Line)
+			}
+			if _, dup := m[k.Value]; dup {
+				return nil, fmt.Errorf("line %d: duplicate key %q", k.Line, k.Value)
+			}
+			v, err := fromNode(n.Content[i+1])
+			if err != nil {
+				return nil, err
+			}
+			m[k.Value] = v
+		}
+		return m, nil
+	case yaml.SequenceNode:
+		l := make([]any, 0, len(n.Content))
+		for _, e := range n.Content {
+			v, err := fromNode(e)
+			if err != nil {
+				return nil, err
+			}
+			l = append(l, v)
+		}
+		return l, nil
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!null":
+			return nil, nil
+		case "!!bool":
+			var b bool
+			if err := n.Decode(&b); err != nil {
+				return nil, err
+			}
+			return b, nil
+		case "!!int", "!!float":
+			var v any
+			if err := n.Decode(&v); err != nil {
+				return nil, err
+			}
+			if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+				return nil, fmt.Errorf("line %d: %s is not a JSON number", n.Line, n.Value)
+			}
+			return v, nil
+		default:
+			return n.Value, nil
+		}
+	}
+	return nil, fmt.Errorf("line %d: unsupported YAML node", n.Line)
+}
+
+// seqOf returns the items of the sequence under key in mapping n.
+func seqOf(n *yaml.Node, key string) []*yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key && n.Content[i+1].Kind == yaml.SequenceNode {
+			return n.Content[i+1].Content
+		}
+	}
+	return nil
+}
+
+// yamlError words a decoding error for script authors: one line per
+// problem, without Go type names.
+func yamlError(err error) string {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err.Error()
+	}
+	msgs := make([]string, len(te.Errors))
+	for i, m := range te.Errors {
+		msgs[i] = goTypeRE.ReplaceAllString(m, "")
+	}
+	return strings.Join(msgs, "; ")
+}
+
+var goTypeRE = regexp.MustCompile(` in type \S+`)
+
+func lineOf(n *yaml.Node) int {
+	if n == nil {
+		return 0
+	}
+	return n.Line
+}
