@@ -100,7 +100,7 @@ func TestParseErrors(t *testing.T) {
 	schema := resolvedSchema(t)
 	for _, tc := range []struct {
 		name, doc, want string
-		schemaToo      bool
+		schemaToo       bool
 	}{
 		{"unknown top key", "stepz: []\n", "line 1: field stepz not found", true},
 		{"unknown step key", "steps:\n  - text: hi\n    colour: blue\n", "line 3: field colour not found", true},

@@ -20,7 +20,9 @@ func asst(text string, calls ...string) model.Message {
 	return m
 }
 
-func toolResult(text string) model.Message { return model.Message{Role: model.RoleTool, ToolCallID: "x0", Text: text} }
+func toolResult(text string) model.Message {
+	return model.Message{Role: model.RoleTool, ToolCallID: "x0", Text: text}
+}
 
 func request(tools []string, msgs ...model.Message) *model.Request {
 	r := &model.Request{Messages: msgs}
