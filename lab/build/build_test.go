@@ -1,0 +1,276 @@
+package build
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentoslab/agentlab/runtime/apps"
+	"github.com/agentoslab/agentlab/sampleapps/alarm"
+	"github.com/agentoslab/agentlab/sampleapps/calendar"
+	"github.com/agentoslab/agentlab/sampleapps/mcptest"
+	"github.com/agentoslab/agentlab/sampleapps/notes"
+	"github.com/agentoslab/agentlab/sampleapps/sms"
+	"github.com/agentoslab/agentlab/sampleapps/todo"
+)
+
+// fakeTree writes a small module shaped like the project: agentosd and
+// two apps.
+func fakeTree(t testing.TB) string {
+	t.Helper()
+	root := t.TempDir()
+	files := map[string]string{
+		"go.mod":                                                "module example.com/fake\n\ngo 1.26\n",
+		"runtime/cmd/agentosd/main.go":                          "package main\n\nvar version = \"unset\"\n\nfunc main() { println(version) }\n",
+		"sampleapps/demo/demo.go":                               "package demo\n\n// Hello says hello.\nfunc Hello() string { return \"hello\" }\n",
+		"sampleapps/demo/cmd/demo/main.go":                      "package main\n\nimport \"example.com/fake/sampleapps/demo\"\n\nfunc main() { println(demo.Hello()) }\n",
+		"sampleapps/demo/app.json":                              `{"package":"org.example.demo","label":"Demo","versionCode":7,"binary":"demo","services":[{"name":"org.example.demo.Svc","kind":"mcp","server":"demo"}],"commands":["dump"]}`,
+		"sampleapps/demo/assets/agent-plugin/plugin.json":       `{"name":"demo","version":"1.0.0","description":"d"}`,
+		"sampleapps/demo/assets/agent-plugin/skills/x/SKILL.md": "---\nname: x\ndescription: y\n---\nbody\n",
+		"sampleapps/other/cmd/other/main.go":                    "package main\n\nfunc main() {}\n",
+		"sampleapps/other/app.json":                             `{"package":"org.example.other","label":"Other","versionCode":1,"binary":"other"}`,
+		// Not an app binary: cmd/<name> differs from the folder.
+		"sampleapps/other/cmd/tool/main.go": "package main\n\nfunc main() {}\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func opts(t testing.TB, root string) *Options {
+	state := t.TempDir()
+	return &Options{Root: root, OutDir: filepath.Join(state, "out"), CacheDir: filepath.Join(state, "cache"),
+		SigningKey: filepath.Join(state, "keys", "signing.key"), Version: "1.2.3"}
+}
+
+func TestBuildCaching(t *testing.T) {
+	t.Parallel()
+	root := fakeTree(t)
+	o := opts(t, root)
+	var progress bytes.Buffer
+	o.Progress = &progress
+	ctx := context.Background()
+
+	first, err := Build(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Compiled != 3 || first.Packed != 3 {
+		t.Errorf("first build: compiled %d packed %d, want 3 and 3 (module + 2 bundles)", first.Compiled, first.Packed)
+	}
+	abi := HostABI()
+	if !slices.Equal(first.ABIs, []string{abi}) || first.Modules[abi] == "" || first.Agentosd[abi] == "" || len(first.Bundles) != 2 {
+		t.Fatalf("artifacts %+v", first)
+	}
+	// agentosd carries the version.
+	out, err := exec.Command(first.Agentosd[abi]).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "1.2.3" {
+		t.Errorf("agentosd prints %q (%v), want the stamped version", out, err)
+	}
+	// The key is private and never in the artifacts.
+	fi, err := os.Stat(o.SigningKey)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("signing key: %v %v", fi, err)
+	}
+	key, _ := apps.ReadKeyFile(o.SigningKey)
+	demo, ok := first.Bundle("demo")
+	if !ok || demo.Package != "org.example.demo" || demo.Plugin != "demo" {
+		t.Fatalf("demo bundle: %+v", demo)
+	}
+	data, err := os.ReadFile(demo.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := apps.VerifyBytes(data)
+	if err != nil {
+		t.Fatalf("bundle does not verify: %v", err)
+	}
+	if m.SigningDigest != first.SigningDigest || m.SigningDigest != apps.SigningDigest(key.Public().(ed25519.PublicKey)) {
+		t.Errorf("signer %s, artifacts say %s", m.SigningDigest, first.SigningDigest)
+	}
+	if m.App.VersionCode != demo.VersionCode || m.App.VersionName != "1.2.3" || !slices.Equal(m.ABIs, []string{abi}) || m.ContentDigest != demo.ContentDigest {
+		t.Errorf("manifest %+v vs %+v", m.App, demo)
+	}
+	if _, ok := first.Bundle("tool"); ok {
+		t.Error("a cmd/<x> that is not the app's own binary became a bundle")
+	}
+
+	// No source change: no work, same artifacts.
+	progress.Reset()
+	second, err := Build(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Compiled != 0 || second.Packed != 0 {
+		t.Errorf("second build did work: compiled %d packed %d\n%s", second.Compiled, second.Packed, progress.String())
+	}
+	if second.ModuleVersionCode != first.ModuleVersionCode || !slices.EqualFunc(second.Bundles, first.Bundles, func(a, b Bundle) bool {
+		return a.VersionCode == b.VersionCode && a.ContentDigest == b.ContentDigest
+	}) {
+		t.Errorf("second build changed versions:\n%+v\n%+v", first.Bundles, second.Bundles)
+	}
+	if !strings.Contains(progress.String(), "binaries up to date") {
+		t.Errorf("progress:\n%s", progress.String())
+	}
+
+	// A source change rebuilds that app only, with a higher versionCode.
+	os.WriteFile(filepath.Join(root, "sampleapps/demo/demo.go"), []byte("package demo\n\n// Hello says hello.\nfunc Hello() string { return \"hi\" }\n"), 0o644)
+	third, err := Build(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Compiled != 1 || third.Packed != 1 {
+		t.Errorf("after a change in demo: compiled %d packed %d, want 1 and 1", third.Compiled, third.Packed)
+	}
+	d3, _ := third.Bundle("demo")
+	o3, _ := third.Bundle("other")
+	o1, _ := first.Bundle("other")
+	if d3.VersionCode <= demo.VersionCode || d3.ContentDigest == demo.ContentDigest {
+		t.Errorf("changed demo: versionCode %d → %d", demo.VersionCode, d3.VersionCode)
+	}
+	if o3.VersionCode != o1.VersionCode || third.ModuleVersionCode != first.ModuleVersionCode {
+		t.Error("an unchanged app or the module got a new versionCode")
+	}
+
+	// An asset change repacks without compiling.
+	os.WriteFile(filepath.Join(root, "sampleapps/demo/assets/agent-plugin/skills/x/SKILL.md"), []byte("---\nname: x\ndescription: z\n---\nnew\n"), 0o644)
+	fourth, err := Build(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fourth.Compiled != 0 || fourth.Packed != 1 {
+		t.Errorf("after an asset change: compiled %d packed %d, want 0 and 1", fourth.Compiled, fourth.Packed)
+	}
+
+	// A new version recompiles agentosd (stamped) and repacks everything.
+	o.Version = "1.2.4"
+	fifth, err := Build(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fifth.Compiled != 1 || fifth.Packed != 3 || fifth.ModuleVersionCode <= first.ModuleVersionCode {
+		t.Errorf("new version: compiled %d packed %d module %d", fifth.Compiled, fifth.Packed, fifth.ModuleVersionCode)
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	t.Parallel()
+	root := fakeTree(t)
+	ctx := context.Background()
+
+	o := opts(t, root)
+	o.Apps = []string{"demo", "missing"}
+	if _, err := Build(ctx, o); !errors.Is(err, ErrNoSource) {
+		t.Errorf("unknown app: %v", err)
+	}
+
+	o = opts(t, root)
+	o.ABIs = []string{"mips"}
+	if _, err := Build(ctx, o); err == nil || !strings.Contains(err.Error(), `unknown ABI "mips"`) {
+		t.Errorf("bad ABI: %v", err)
+	}
+
+	o = opts(t, root)
+	os.Remove(filepath.Join(root, "sampleapps/other/app.json"))
+	if _, err := Build(ctx, o); !errors.Is(err, ErrUnknownApp) {
+		t.Errorf("app without app.json: %v", err)
+	}
+
+	o = opts(t, root)
+	o.Apps = []string{"demo"}
+	os.WriteFile(filepath.Join(root, "sampleapps/demo/demo.go"), []byte("package demo\n\nfunc Hello() string { return 1 }\n"), 0o644)
+	if _, err := Build(ctx, o); err == nil || !strings.Contains(err.Error(), "go build") {
+		t.Errorf("compile error: %v", err)
+	}
+
+	o = opts(t, t.TempDir())
+	if _, err := Build(ctx, o); !errors.Is(err, ErrNoSource) {
+		t.Errorf("tree without agentosd: %v", err)
+	}
+
+	o = opts(t, root)
+	os.MkdirAll(filepath.Dir(o.SigningKey), 0o700)
+	os.WriteFile(o.SigningKey, []byte("not a key"), 0o644)
+	if _, err := Build(ctx, o); !errors.Is(err, apps.ErrKeyExposed) {
+		t.Errorf("group-readable key: %v", err)
+	}
+}
+
+func TestCrossABI(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("cross-compiles")
+	}
+	o := opts(t, fakeTree(t))
+	o.ABIs = []string{apps.ABIX8664, apps.ABIArm64}
+	a, err := Build(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, abi := range o.ABIs {
+		if a.Modules[abi] == "" || a.Agentosd[abi] == "" {
+			t.Errorf("%s: %+v", abi, a)
+		}
+	}
+	b, _ := a.Bundle("demo")
+	data, _ := os.ReadFile(b.Path)
+	m, err := apps.VerifyBytes(data)
+	if err != nil || !slices.Equal(m.ABIs, []string{apps.ABIArm64, apps.ABIX8664}) {
+		t.Errorf("bundle ABIs %v: %v", m.ABIs, err)
+	}
+}
+
+// TestSampleAppFacts: the build's table of sample apps says what the apps'
+// own packages say.
+func TestSampleAppFacts(t *testing.T) {
+	for name, want := range map[string]struct {
+		pkg, server, service string
+		commands             []string
+	}{
+		"alarm":    {alarm.Package, alarm.Server, alarm.Service, alarm.DebugCommands},
+		"calendar": {calendar.Package, calendar.Server, calendar.Service, calendar.DebugCommands},
+		"notes":    {notes.Package, notes.Server, notes.Service, notes.DebugCommands},
+		"sms":      {sms.Package, sms.Server, sms.Service, sms.DebugCommands},
+		"todo":     {todo.Package, todo.Server, todo.Service, todo.DebugCommands},
+		"mcptest":  {mcptest.Package, mcptest.Server, mcptest.Service, nil},
+	} {
+		f := sampleApps[name]
+		if f.Package != want.pkg || f.Server != want.server || f.Service != want.service || !slices.Equal(f.Commands, want.commands) {
+			t.Errorf("%s: table %+v, package says %+v", name, f, want)
+		}
+		data, a, err := appJSON(t.TempDir(), name, 5, "v")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := apps.ParseApp(data); err != nil || a.VersionCode != 5 {
+			t.Errorf("%s: app.json does not parse back: %v", name, err)
+		}
+	}
+	root, err := FindRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(root, DefaultAppsDir, "*", "cmd"))
+	for _, d := range dirs {
+		app := filepath.Base(filepath.Dir(d))
+		if _, ok := sampleApps[app]; !ok {
+			if _, err := os.Stat(filepath.Join(filepath.Dir(d), apps.AppJSONName)); err != nil {
+				t.Errorf("sample app %s has no app.json and no row in the build's table", app)
+			}
+		}
+	}
+}
