@@ -2,9 +2,9 @@ package bridge_test
 
 import (
 	"bufio"
-	"errors"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -69,7 +69,7 @@ type env struct {
 	clock *clock
 	b     *bridge.Bridge
 	// served receives what each served ACP connection's first line was.
-	served chan string
+	served  chan string
 	callers chan engine.Caller
 }
 
@@ -85,12 +85,18 @@ func (e *env) open(hsTimeout time.Duration) {
 	e.t.Helper()
 	b, err := bridge.Open(&bridge.Options{Dir: e.dir, Name: e.name, Now: e.clock.Now, HandshakeTimeout: hsTimeout,
 		Serve: func(ctx context.Context, c engine.Caller, s *transport.RPCStream) {
-			e.callers <- c
+			select {
+			case e.callers <- c:
+			default:
+			}
 			// An echo "agent": the first ACP line back, then stay until closed.
 			r := bufio.NewReader(s.Reader())
 			line, err := r.ReadString('\n')
 			if err == nil {
-				e.served <- strings.TrimSpace(line)
+				select {
+				case e.served <- strings.TrimSpace(line):
+				default:
+				}
 				s.Writer().Write([]byte(line))
 			}
 			io.Copy(io.Discard, r)
