@@ -301,3 +301,19 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Errorf("%s differs:\n got %s\nwant %s", name, got, want)
 	}
 }
+
+// TestConnectionReuse: reading on to the end of the response after
+// message_stop lets consecutive calls share one connection.
+func TestConnectionReuse(t *testing.T) {
+	t.Parallel()
+	srv := modeltest.HTTP(t, false, okHandler)
+	p := open(t, srv.URL, nil)
+	for range 3 {
+		if _, err := modeltest.Drain(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := srv.Conns.Load(); n != 1 {
+		t.Errorf("3 calls used %d connections, want 1", n)
+	}
+}

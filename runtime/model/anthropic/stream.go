@@ -42,6 +42,9 @@ type stream struct {
 	ncalls   int
 	argBytes int
 	stop     sdk.StopReason
+	// finished: message_stop arrived; Done is handed out once the
+	// response ends, so the connection can be reused.
+	finished bool
 }
 
 type toolUse struct {
@@ -69,7 +72,17 @@ func (s *stream) Next() (model.Event, error) {
 			return model.Event{}, s.err
 		}
 		if !s.sse.Next() {
+			if s.finished && !s.closed.Load() && s.ctx.Err() == nil {
+				// The answer was complete; how the rest ended does not matter.
+				s.pending = append(s.pending, model.Event{Kind: model.Done, StopReason: stopReason(s.stop, s.ncalls > 0)})
+				s.err = io.EOF
+				s.sse.Close()
+				continue
+			}
 			s.err = s.endErr()
+			continue
+		}
+		if s.finished {
 			continue
 		}
 		if err := s.absorb(s.sse.Current()); err != nil {
@@ -159,9 +172,10 @@ func (s *stream) absorb(ev sdk.MessageStreamEventUnion) error {
 		if len(s.blocks) > 0 {
 			return httpfail.Protocol(httpfail.Reason("message stopped inside a tool_use block"))
 		}
-		s.emit(model.Event{Kind: model.Done, StopReason: stopReason(s.stop, s.ncalls > 0)})
-		s.err = io.EOF
-		s.sse.Close()
+		s.finished = true
+		if s.body != nil {
+			httpfail.Finishing(s.body, httpfail.FinishGrace)
+		}
 	}
 	return nil
 }

@@ -349,3 +349,40 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Errorf("%s differs:\n got %s\nwant %s", name, got, want)
 	}
 }
+
+// TestConnectionReuse: reading on to [DONE] lets consecutive calls share
+// one connection (no new TCP and TLS handshake per model call).
+func TestConnectionReuse(t *testing.T) {
+	t.Parallel()
+	srv := modeltest.HTTP(t, false, sse(chunk(`{"content":"a"}`, ""), chunk(`{}`, "stop"),
+		`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`+"\n\n"))
+	p := open(t, srv.URL, nil)
+	for range 3 {
+		if _, err := modeltest.Drain(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := srv.Conns.Load(); n != 1 {
+		t.Errorf("3 calls used %d connections, want 1", n)
+	}
+}
+
+// TestFinishWithoutDone: a server that sends finish_reason but neither
+// [DONE] nor the end of the response still gives a complete answer,
+// once the finish grace has passed.
+func TestFinishWithoutDone(t *testing.T) {
+	t.Parallel()
+	srv := modeltest.HTTP(t, false, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, chunk(`{"tool_calls":[{"index":0,"id":"c","function":{"name":"t","arguments":"{}"}}]}`, "")+chunk(`{}`, "tool_calls"))
+		w.(http.Flusher).Flush()
+		modeltest.Hang(r)
+	})
+	evs, err := modeltest.Collect(context.Background(), open(t, srv.URL, nil), modeltest.Request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || evs[0].Call.Name != "t" || evs[1].StopReason != model.StopToolUse {
+		t.Errorf("events %+v", evs)
+	}
+}

@@ -44,6 +44,10 @@ type stream struct {
 	calls    map[int64]*call
 	argBytes int
 	refusal  bool
+	// finished: finish_reason arrived; tail (the tool calls and Done) is
+	// handed out once the response ends, so the connection can be reused.
+	finished bool
+	tail     []model.Event
 }
 
 // call is a tool call being assembled from fragments.
@@ -74,7 +78,17 @@ func (s *stream) Next() (model.Event, error) {
 			return model.Event{}, s.err
 		}
 		if !s.sse.Next() {
+			if s.finished && !s.closed.Load() && s.ctx.Err() == nil {
+				// The answer was complete; how the rest ended does not matter.
+				s.pending, s.err = s.tail, io.EOF
+				s.sse.Close()
+				continue
+			}
 			s.err = s.endErr()
+			continue
+		}
+		if s.finished {
+			// A usage chunk, or anything else after finish_reason.
 			continue
 		}
 		if err := s.absorb(s.sse.Current()); err != nil {
@@ -148,7 +162,9 @@ func (s *stream) fragment(tc oai.ChatCompletionChunkChoiceDeltaToolCall) error {
 	return nil
 }
 
-// finish emits the assembled tool calls and Done, then ends the stream.
+// finish prepares the assembled tool calls and Done; they are handed out
+// when the response ends ([DONE], normally right away), or FinishGrace
+// later.
 func (s *stream) finish(reason string) error {
 	calls := make([]*call, 0, len(s.calls))
 	for _, c := range s.calls {
@@ -172,14 +188,14 @@ func (s *stream) finish(reason string) error {
 			// pair the result with the call.
 			id = "call_" + strconv.FormatInt(c.index, 10)
 		}
-		s.pending = append(s.pending, model.Event{Kind: model.ToolCallDone,
+		s.tail = append(s.tail, model.Event{Kind: model.ToolCallDone,
 			Call: model.ToolCall{ID: id, Name: c.name, Arguments: json.RawMessage(args)}})
 	}
-	s.pending = append(s.pending, model.Event{Kind: model.Done, StopReason: stopReason(reason, len(calls) > 0, s.refusal)})
-	s.err = io.EOF
-	// The answer is complete; what may follow ([DONE], usage) is not
-	// needed, so the connection is released now.
-	s.sse.Close()
+	s.tail = append(s.tail, model.Event{Kind: model.Done, StopReason: stopReason(reason, len(calls) > 0, s.refusal)})
+	s.finished = true
+	if s.body != nil {
+		httpfail.Finishing(s.body, httpfail.FinishGrace)
+	}
 	return nil
 }
 

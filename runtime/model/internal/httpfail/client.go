@@ -181,31 +181,57 @@ func (c *Client) logger() *slog.Logger {
 
 var discard = slog.New(slog.DiscardHandler)
 
+// FinishGrace is how long a provider keeps reading after the answer is
+// complete ([DONE], the end of the response), so the connection can be
+// reused; a server that sends nothing more is cut off after it.
+const FinishGrace = 2 * time.Second
+
+// Finishing tells a response body from Client.Do that the answer is
+// complete: from now on it waits at most d for more bytes. Other bodies
+// are left alone.
+func Finishing(rc io.Closer, d time.Duration) {
+	b, ok := rc.(*body)
+	if !ok {
+		return
+	}
+	b.idle.Store(int64(d))
+	b.timer.Reset(d)
+}
+
 // body wraps a streamed response body: read errors become *ReadError, and
-// a timer closes the body when nothing arrives for idle.
+// a timer closes the body when nothing arrives for idle. Read and
+// Finishing are called from the reading goroutine, Close from any.
 type body struct {
 	rc       io.ReadCloser
-	idle     time.Duration
+	idle     atomic.Int64 // time.Duration
 	timer    *time.Timer
 	timedOut atomic.Bool
 	once     sync.Once
 }
 
 func newBody(rc io.ReadCloser, idle time.Duration) *body {
-	b := &body{rc: rc, idle: idle}
+	b := &body{rc: rc}
+	b.idle.Store(int64(idle))
+	// The timer always exists (stopped when there is no idle limit) so
+	// Finishing never races Close over the field.
 	if idle > 0 {
-		b.timer = time.AfterFunc(idle, func() {
-			b.timedOut.Store(true)
-			b.rc.Close()
-		})
+		b.timer = time.AfterFunc(idle, b.expire)
+	} else {
+		b.timer = time.AfterFunc(time.Hour, b.expire)
+		b.timer.Stop()
 	}
 	return b
 }
 
+func (b *body) expire() {
+	b.timedOut.Store(true)
+	b.rc.Close()
+}
+
 func (b *body) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
-	if b.timer != nil && n > 0 {
-		b.timer.Reset(b.idle)
+	if idle := time.Duration(b.idle.Load()); idle > 0 && n > 0 {
+		b.timer.Reset(idle)
 	}
 	if err != nil && err != io.EOF {
 		if b.timedOut.Load() {
@@ -220,9 +246,7 @@ func (b *body) Read(p []byte) (int, error) {
 func (b *body) Close() error {
 	var err error
 	b.once.Do(func() {
-		if b.timer != nil {
-			b.timer.Stop()
-		}
+		b.timer.Stop()
 		err = b.rc.Close()
 	})
 	return err
