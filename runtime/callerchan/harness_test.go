@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/runtime/acp"
+	"github.com/agentoslab/agentlab/runtime/admin"
+	"github.com/agentoslab/agentlab/runtime/bridge"
 	"github.com/agentoslab/agentlab/runtime/callerchan"
 	"github.com/agentoslab/agentlab/runtime/catalog"
 	"github.com/agentoslab/agentlab/runtime/consent/callers"
@@ -215,6 +217,8 @@ type runtimeEnv struct {
 	quota *quota.Quota
 	reg   *callers.Registry
 	srv   *callerchan.Server
+	adm   *admin.Server
+	br    *bridge.Bridge
 	logs  *syncBuffer
 	// dbPath is the store's file (leak checks read it).
 	dbPath string
@@ -268,7 +272,23 @@ func newRuntime(t testing.TB, cfg callers.Config) *runtimeEnv {
 		t.Fatal(err)
 	}
 	env.srv = srv
+	br, err := bridge.Open(&bridge.Options{Dir: filepath.Join(dir, "desktop"), Name: env.names.ACP(), Logger: logger,
+		Serve: func(ctx context.Context, c engine.Caller, s *transport.RPCStream) { agent.Serve(ctx, c, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.br = br
+	adm := admin.NewServer(&admin.Options{Name: env.names.Admin(), Logger: logger})
+	admin.Provide(adm, reg)
+	admin.Provide(adm, srv)
+	admin.Provide(adm, br)
+	if err := adm.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	env.adm = adm
 	t.Cleanup(func() {
+		adm.Close()
+		br.Close()
 		srv.Close()
 		reg.Close()
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -395,4 +415,17 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// ctl runs `agentosd ctl` against this runtime and returns the exit code
+// and stdout.
+func (r *runtimeEnv) ctl(stdin string, args ...string) (int, string) {
+	r.t.Helper()
+	var out, errb bytes.Buffer
+	code := admin.Ctl(context.Background(), append([]string{"--socket-prefix", r.names.Prefix}, args...),
+		admin.CtlIO{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb})
+	if errb.Len() > 0 {
+		r.t.Logf("ctl %v stderr: %s", args, errb.String())
+	}
+	return code, out.String()
 }
