@@ -195,6 +195,13 @@ func ParseApp(data []byte) (*App, error) {
 	if err := a.Validate(); err != nil {
 		return nil, err
 	}
+	// An empty list means the same as an absent one.
+	if len(a.Services) == 0 {
+		a.Services = nil
+	}
+	if len(a.Commands) == 0 {
+		a.Commands = nil
+	}
 	return &a, nil
 }
 
