@@ -317,3 +317,13 @@ func TestConnectionReuse(t *testing.T) {
 		t.Errorf("3 calls used %d connections, want 1", n)
 	}
 }
+
+func TestProviderNeverPrintsKey(t *testing.T) {
+	t.Parallel()
+	p := open(t, "http://127.0.0.1:1", nil)
+	for _, s := range []string{fmt.Sprint(p), fmt.Sprintf("%+v", p), fmt.Sprintf("%#v", p)} {
+		if strings.Contains(s, modeltest.Key) {
+			t.Errorf("key printed: %s", s)
+		}
+	}
+}

@@ -16,8 +16,8 @@ import (
 type Options struct {
 	// Script answers the calls; nil is the empty script.
 	Script *Script
-	// Logger gets script errors (their reason and line, never prompt or
-	// result text); nil discards.
+	// Logger gets a line per script error (never its reason, which may
+	// quote the prompt); nil discards.
 	Logger *slog.Logger
 }
 
@@ -49,7 +49,9 @@ func NewProvider(opts *Options) *Provider {
 func (p *Provider) Stream(ctx context.Context, req *model.Request) (model.Stream, error) {
 	resp, err := p.script.Respond(req)
 	if err != nil {
-		p.logger.Warn("script error", slog.String("error", err.Error()))
+		// The reason can quote an inline script, which is prompt text; it
+		// reaches the transcript as the answer instead.
+		p.logger.Warn("model script error: answered with script-error text")
 	}
 	switch {
 	case resp.Hang:

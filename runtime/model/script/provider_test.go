@@ -229,7 +229,7 @@ func TestProviderInlineAndErrors(t *testing.T) {
 	if !strings.HasPrefix(evs[0].Text, ErrorPrefix) || evs[1].StopReason != model.StopEndTurn {
 		t.Errorf("script error: %+v", evs)
 	}
-	if !strings.Contains(logs.String(), "script error") || strings.Contains(logs.String(), "secret-prompt-words") {
+	if !strings.Contains(logs.String(), "model script error") || strings.Contains(logs.String(), "secret-prompt-words") || strings.Contains(logs.String(), "bogus") {
 		t.Errorf("logs %q", logs.String())
 	}
 }

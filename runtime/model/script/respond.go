@@ -65,6 +65,9 @@ const ErrorPrefix = "script-error: "
 // the text "script-error: <reason>", which both the provider and the lab
 // stub serve so the failure shows in the transcript.
 func (s *Script) Respond(req *model.Request) (Response, error) {
+	if req == nil {
+		req = &model.Request{}
+	}
 	c := readConversation(req)
 	sc := s
 	if text, ok := inline(c.lastUserText); ok {

@@ -290,6 +290,12 @@ func Failures(firstEvent, garbage string) []Case {
 			io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
 			_, _ = io.Copy(io.Discard, c)
 		}, Want: errcode.ModelTLSFailed, Conns: 1},
+		// The TCP connection opens but the TLS handshake never completes:
+		// a connect timeout, the one timeout that is retried.
+		{Name: "TLS handshake timeout", Conn: func(c *net.TCPConn) {
+			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+			_, _ = io.Copy(io.Discard, c)
+		}, Want: errcode.ModelTimeout, Conns: retried},
 		{Name: "no headers", Handler: func(w http.ResponseWriter, r *http.Request) { Hang(r) },
 			Want: errcode.ModelTimeout, Requests: 1},
 		{Name: "refused", Refused: true, Want: errcode.ModelNetwork},
