@@ -180,7 +180,9 @@ type Emulator struct {
 // Boot starts "emulator -avd NAME -no-window -no-audio -no-boot-anim
 // -port PORT -read-only", waits until the device is "device" on the adb
 // server with sys.boot_completed=1, and restarts adbd as root on
-// userdebug and eng images. On failure the emulator is killed.
+// userdebug and eng images. On failure the emulator is killed. On
+// success the caller owns the emulator and must Kill it: a goroutine
+// waits on the process until it exits.
 func (p *AVDProvider) Boot(ctx context.Context, name string, port int) (*Emulator, error) {
 	if port < 5554 || port > 5682 || port%2 != 0 {
 		return nil, fmt.Errorf("boot %s: port %d: %w", name, port, ErrBadPort)

@@ -66,8 +66,13 @@ func (s Selector) String() string {
 	if s.ABI != "" {
 		parts = append(parts, "abi="+s.ABI)
 	}
-	if s.MinAPI > 0 || s.MaxAPI > 0 {
+	switch {
+	case s.MinAPI > 0 && s.MaxAPI > 0:
 		parts = append(parts, fmt.Sprintf("api %d..%d", s.MinAPI, s.MaxAPI))
+	case s.MinAPI > 0:
+		parts = append(parts, fmt.Sprintf("api>=%d", s.MinAPI))
+	case s.MaxAPI > 0:
+		parts = append(parts, fmt.Sprintf("api<=%d", s.MaxAPI))
 	}
 	if len(s.Root) > 0 {
 		var r []string
