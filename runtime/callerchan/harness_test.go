@@ -229,6 +229,13 @@ type runtimeEnv struct {
 
 func newRuntime(t testing.TB, cfg callers.Config) *runtimeEnv {
 	t.Helper()
+	return newRuntimeLookup(t, cfg, nil)
+}
+
+// newRuntimeLookup is newRuntime with the package table's lookup (nil:
+// the env's own map, filled by install).
+func newRuntimeLookup(t testing.TB, cfg callers.Config, lookup callerchan.Lookup) *runtimeEnv {
+	t.Helper()
 	dir := t.TempDir()
 	ctx := context.Background()
 	dbPath := filepath.Join(dir, "agentos.db")
@@ -256,13 +263,16 @@ func newRuntime(t testing.TB, cfg callers.Config) *runtimeEnv {
 	env := &runtimeEnv{t: t, names: transport.Names{Prefix: fmt.Sprintf("cc%d-%d-", os.Getpid(), prefixSeq.Add(1))},
 		st: st, eng: eng, quota: q, reg: reg, logs: logs, dbPath: dbPath, pkgs: map[int][]callers.App{}}
 	agent := acp.New(eng, &acp.Options{Version: "test", CancelWait: 3 * time.Second, Logger: logger})
-	srv, err := callerchan.New(&callerchan.Options{
-		Name: env.names.Caller(), Registry: reg, RuntimeUID: -1, Logger: logger,
-		Packages: func(uid int) []callers.App {
+	if lookup == nil {
+		lookup = func(uid int) []callers.App {
 			env.mu.Lock()
 			defer env.mu.Unlock()
 			return append([]callers.App(nil), env.pkgs[uid]...)
-		},
+		}
+	}
+	srv, err := callerchan.New(&callerchan.Options{
+		Name: env.names.Caller(), Registry: reg, RuntimeUID: -1, Logger: logger,
+		Packages: lookup,
 		Serve: func(ctx context.Context, c engine.Caller, s *transport.RPCStream) { agent.Serve(ctx, c, s) },
 	})
 	if err != nil {
@@ -347,7 +357,13 @@ type app struct {
 // startApp runs the helper under uid against the runtime's sockets.
 func (r *runtimeEnv) startApp(uid int) *app {
 	r.t.Helper()
-	cmd := exec.Command(helperBin)
+	return r.startAppBinary(uid, helperBin)
+}
+
+// startAppBinary runs bin (a copy of the helper) under uid.
+func (r *runtimeEnv) startAppBinary(uid int, bin string) *app {
+	r.t.Helper()
+	cmd := exec.Command(bin)
 	cmd.Env = []string{helperEnv + "=1", "HELPER_SOCKET=" + r.names.Caller(), "HOME=/"}
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
