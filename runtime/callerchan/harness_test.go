@@ -273,7 +273,7 @@ func newRuntimeLookup(t testing.TB, cfg callers.Config, lookup callerchan.Lookup
 	srv, err := callerchan.New(&callerchan.Options{
 		Name: env.names.Caller(), Registry: reg, RuntimeUID: -1, Logger: logger,
 		Packages: lookup,
-		Serve: func(ctx context.Context, c engine.Caller, s *transport.RPCStream) { agent.Serve(ctx, c, s) },
+		Serve:    func(ctx context.Context, c engine.Caller, s *transport.RPCStream) { agent.Serve(ctx, c, s) },
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,108 @@
+package callerchan_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/agentoslab/agentlab/runtime/consent/callers"
+	"github.com/agentoslab/agentlab/runtime/quota"
+	"github.com/agentoslab/agentlab/runtime/sdk/acpclient"
+)
+
+// benchRuntime is a runtime where this process (uid 0 when run as root,
+// or whatever uid the test runs as) is an allowed app with no hourly cap.
+func benchRuntime(b *testing.B) (*runtimeEnv, callers.App) {
+	rt := newRuntime(b, callers.Config{})
+	rt.quota.SetConfig(quota.Config{MaxPerHour: 1 << 30})
+	a := callers.App{UID: os.Getuid(), Package: "org.example.bench", Label: "Bench", SigningDigest: digestOf(0x42)}
+	rt.install(a)
+	_, err := rt.reg.Open(a, func() {})
+	var ref *callers.Refusal
+	if !errors.As(err, &ref) {
+		b.Fatal(err)
+	}
+	rt.reg.Answer(ref.RequestID, true)
+	return rt, a
+}
+
+func report(b *testing.B, name string, ds []time.Duration) {
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, name+"-p50-ms")
+	b.ReportMetric(float64(ds[len(ds)*99/100].Microseconds())/1000, name+"-p99-ms")
+}
+
+// BenchmarkConnectToFirstPrompt: an allowed app connects (channel open,
+// initialize), creates a session and sends a prompt, until the prompt's
+// first event arrives (it was admitted and queued). Target < 20 ms.
+func BenchmarkConnectToFirstPrompt(b *testing.B) {
+	rt, _ := benchRuntime(b)
+	ctx := context.Background()
+	var ds []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		c, err := acpclient.Connect(ctx, &acpclient.Options{SocketName: rt.names.Caller()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, err := c.NewSession(ctx, acpclient.SessionOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for ev, err := range s.Prompt(ctx, "bench", acpclient.PromptOptions{}) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, ok := ev.(acpclient.Text); ok {
+				ds = append(ds, time.Since(start))
+			}
+		}
+		c.Close()
+	}
+	report(b, "connect-to-first-event", ds)
+}
+
+// BenchmarkRevokeCancelsTasks: an app has a running task whose channel is
+// open; the owner revokes it; measured until the engine shows no task of
+// the app. Target < 1 s (upstream measured 15 s).
+func BenchmarkRevokeCancelsTasks(b *testing.B) {
+	rt, a := benchRuntime(b)
+	ctx := context.Background()
+	owner := "uid:" + strconv.Itoa(a.UID)
+	var ds []time.Duration
+	for b.Loop() {
+		rt.reg.Set(ctx, a.Package, callers.StateAllowed)
+		c, err := acpclient.Connect(ctx, &acpclient.Options{SocketName: rt.names.Caller()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, err := c.NewSession(ctx, acpclient.SessionOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ended := make(chan struct{})
+		go func() {
+			for range s.Prompt(ctx, "hold", acpclient.PromptOptions{}) {
+			}
+			close(ended)
+		}()
+		if !waitFor(b, 5*time.Second, func() bool { return rt.eng.Usage(owner).Running == 1 }) {
+			b.Fatal("task not running")
+		}
+		start := time.Now()
+		if err := rt.reg.Set(ctx, a.Package, callers.StateDenied); err != nil {
+			b.Fatal(err)
+		}
+		for rt.eng.Usage(owner).Running+rt.eng.Usage(owner).Queued > 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
+		ds = append(ds, time.Since(start))
+		<-ended
+		c.Close()
+	}
+	report(b, "revoke-to-cancelled", ds)
+}
