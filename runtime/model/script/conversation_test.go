@@ -92,7 +92,7 @@ func replay(t *testing.T, cf conversationFile) string {
 			if err != nil {
 				fmt.Fprintf(&b, " (script error)")
 			}
-			if failed := failure(r); failed != "" {
+			if failed := describeFailure(r); failed != "" {
 				fmt.Fprintf(&b, " %s\n", failed)
 				break
 			}
@@ -131,9 +131,9 @@ func replay(t *testing.T, cf conversationFile) string {
 	return b.String()
 }
 
-// failure describes a response that ends the turn without an answer, as
+// describeFailure describes a response that ends the turn without an answer, as
 // the scripted provider would report it.
-func failure(r Response) string {
+func describeFailure(r Response) string {
 	var e *errcode.Error
 	switch {
 	case r.Hang:

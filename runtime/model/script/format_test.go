@@ -186,29 +186,29 @@ steps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Steps) != 5 || s.Final == nil || *s.Final != "bye" {
+	if len(s.steps) != 5 || s.final == nil || *s.final != "bye" {
 		t.Fatalf("script %+v", s)
 	}
-	st := s.Steps[0]
-	if strings.Join(st.Text, "|") != "ab|cd|é" || strings.Join(st.Thinking, "|") != "x|y" {
-		t.Errorf("chunks %q %q", st.Text, st.Thinking)
+	st := s.steps[0]
+	if strings.Join(st.text, "|") != "ab|cd|é" || strings.Join(st.thinking, "|") != "x|y" {
+		t.Errorf("chunks %q %q", st.text, st.thinking)
 	}
-	if st.Delay.Milliseconds() != 5 || st.Interval.Milliseconds() != 7 || st.CutAfter != 3 || st.HangAfter != -1 || st.Line != 5 {
+	if st.delay.Milliseconds() != 5 || st.interval.Milliseconds() != 7 || st.cutAfter != 3 || st.hangAfter != -1 || st.line != 5 {
 		t.Errorf("step %+v", st)
 	}
-	b, _ := json.Marshal(st.ToolCalls[0].Arguments)
+	b, _ := json.Marshal(st.toolCalls[0].arguments)
 	if want := `{"1":"one","b":true,"day":"2026-01-01","f":1.5,"l":[1,"two"],"n":3,"z":null}`; string(b) != want {
 		t.Errorf("arguments %s, want %s", b, want)
 	}
-	if f := s.Steps[1].Fail; f == nil || f.Status != 429 || f.RetryAfter != "20" {
+	if f := s.steps[1].fail; f == nil || f.status != 429 || f.retryAfter != "20" {
 		t.Errorf("fail %+v", f)
 	}
-	if !s.Steps[2].Fail.Hang || !s.Steps[3].Echo || !s.Steps[4].Compromised {
-		t.Errorf("kinds %+v", s.Steps[2:])
+	if !s.steps[2].fail.hang || !s.steps[3].echo || !s.steps[4].compromised {
+		t.Errorf("kinds %+v", s.steps[2:])
 	}
 	for _, empty := range []string{"", "\n", "# nothing\n", "#!agentos-script\n", "~\n"} {
 		s, err := Parse([]byte(empty))
-		if err != nil || len(s.Steps) != 0 || s.Final != nil {
+		if err != nil || len(s.steps) != 0 || s.final != nil {
 			t.Errorf("Parse(%q) = %+v, %v", empty, s, err)
 		}
 	}
@@ -222,7 +222,7 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := Load(p)
-	if err != nil || len(s.Steps) != 1 {
+	if err != nil || len(s.steps) != 1 {
 		t.Fatalf("Load = %+v, %v", s, err)
 	}
 	if err := os.WriteFile(p, []byte("steps: [{txt: hi}]\n"), 0o600); err != nil {

@@ -136,60 +136,60 @@ func inline(text string) (string, bool) {
 
 func (s *Script) answer(c conversation, req *model.Request) (Response, error) {
 	k := c.step
-	if n := len(s.Steps); n > 0 && s.Steps[n-1].Compromised && k >= n-1 {
-		return compromised(s.Steps[n-1], c, req), nil
+	if n := len(s.steps); n > 0 && s.steps[n-1].compromised && k >= n-1 {
+		return compromised(s.steps[n-1], c, req), nil
 	}
-	if k >= len(s.Steps) {
+	if k >= len(s.steps) {
 		text := c.lastUserText
-		if s.Final != nil {
-			text = *s.Final
+		if s.final != nil {
+			text = *s.final
 		}
 		return Response{Events: textEvents(model.TextDelta, []string{text}), Stop: model.StopEndTurn}, nil
 	}
-	st := s.Steps[k]
-	r := Response{Delay: st.Delay, Interval: st.Interval}
+	st := s.steps[k]
+	r := Response{Delay: st.delay, Interval: st.interval}
 	switch {
-	case st.Fail != nil && st.Fail.Hang:
+	case st.fail != nil && st.fail.hang:
 		r.Hang = true
 		return r, nil
-	case st.Fail != nil:
-		r.Status, r.RetryAfter = st.Fail.Status, st.Fail.RetryAfter
+	case st.fail != nil:
+		r.Status, r.RetryAfter = st.fail.status, st.fail.retryAfter
 		return r, nil
-	case st.Echo:
-		r.Events = textEvents(model.TextDelta, chunk(c.lastUserText, st.ChunkChars))
+	case st.echo:
+		r.Events = textEvents(model.TextDelta, chunk(c.lastUserText, st.chunkChars))
 		r.Stop = model.StopEndTurn
 		return r, nil
 	}
-	r.Events = append(textEvents(model.ThinkingDelta, st.Thinking), textEvents(model.TextDelta, st.Text)...)
+	r.Events = append(textEvents(model.ThinkingDelta, st.thinking), textEvents(model.TextDelta, st.text)...)
 	offered := offeredSet(req)
-	for i, tc := range st.ToolCalls {
+	for i, tc := range st.toolCalls {
 		call, err := tc.resolve(c, offered, k, i)
 		if err != nil {
-			return Response{}, fmt.Errorf("steps[%d].toolCalls[%d] (line %d): %w", k, i, tc.Line, err)
+			return Response{}, fmt.Errorf("steps[%d].toolCalls[%d] (line %d): %w", k, i, tc.line, err)
 		}
 		r.Events = append(r.Events, model.Event{Kind: model.ToolCallDone, Call: call})
 	}
-	r.Stop = st.Stop
+	r.Stop = st.stop
 	if r.Stop == "" {
 		r.Stop = model.StopEndTurn
-		if len(st.ToolCalls) > 0 {
+		if len(st.toolCalls) > 0 {
 			r.Stop = model.StopToolUse
 		}
 	}
 	switch {
-	case st.CutAfter >= 0:
-		r.Events, r.End = r.Events[:min(st.CutAfter, len(r.Events))], EndCut
-	case st.HangAfter >= 0:
-		r.Events, r.End = r.Events[:min(st.HangAfter, len(r.Events))], EndStall
+	case st.cutAfter >= 0:
+		r.Events, r.End = r.Events[:min(st.cutAfter, len(r.Events))], EndCut
+	case st.hangAfter >= 0:
+		r.Events, r.End = r.Events[:min(st.hangAfter, len(r.Events))], EndStall
 	}
 	return r, nil
 }
 
 // resolve makes the model tool call of a scripted call.
-func (tc ToolCall) resolve(c conversation, offered map[string]bool, step, i int) (model.ToolCall, error) {
-	name := tc.Name
-	if tc.MCP != nil {
-		name = resolveRaw(tc.MCP[0], tc.MCP[1], tc.MCP[2], offered)
+func (tc toolCall) resolve(c conversation, offered map[string]bool, step, i int) (model.ToolCall, error) {
+	name := tc.name
+	if tc.mcp != nil {
+		name = resolveRaw(tc.mcp[0], tc.mcp[1], tc.mcp[2], offered)
 	}
 	args, err := evalTree(tc.args, c.results)
 	if err != nil {
@@ -199,7 +199,7 @@ func (tc ToolCall) resolve(c conversation, offered map[string]bool, step, i int)
 	if err != nil {
 		return model.ToolCall{}, err
 	}
-	id := tc.ID
+	id := tc.id
 	if id == "" {
 		id = callID(c.users, step, i)
 	}
@@ -207,8 +207,8 @@ func (tc ToolCall) resolve(c conversation, offered map[string]bool, step, i int)
 }
 
 // compromised answers as a model that follows every instruction it finds.
-func compromised(st Step, c conversation, req *model.Request) Response {
-	r := Response{Delay: st.Delay, Interval: st.Interval}
+func compromised(st step, c conversation, req *model.Request) Response {
+	r := Response{Delay: st.delay, Interval: st.interval}
 	names := make([]string, len(req.Tools))
 	for i, t := range req.Tools {
 		names[i] = t.Name
@@ -229,11 +229,11 @@ func compromised(st Step, c conversation, req *model.Request) Response {
 		r.Events, r.Stop = calls, model.StopToolUse
 		return r
 	}
-	text := st.Text
+	text := st.text
 	if text == nil {
 		text = []string{DefaultCompromisedText}
 	}
-	r.Events = append(textEvents(model.ThinkingDelta, st.Thinking), textEvents(model.TextDelta, text)...)
+	r.Events = append(textEvents(model.ThinkingDelta, st.thinking), textEvents(model.TextDelta, text)...)
 	r.Stop = model.StopEndTurn
 	return r
 }

@@ -58,54 +58,54 @@ func Schema() []byte { return bytes.Clone(schemaJSON) }
 // is not a valid script.
 var ErrInvalid = errors.New("invalid script")
 
-// Script is a parsed script.
+// Script is a parsed script; it is immutable and safe for concurrent use.
+// A nil *Script is the empty script.
 type Script struct {
-	// Steps answer the model calls of a turn in order: step i answers
+	// steps answer the model calls of a turn in order: step i answers
 	// the call made after i assistant messages.
-	Steps []Step
-	// Final is the text answered once the steps are used up; nil means
+	steps []step
+	// final is the text answered once the steps are used up; nil means
 	// echo the last user message.
-	Final *string
+	final *string
 }
 
-// Step is one answer. Exactly one kind: a reply (text, thinking, tool
-// calls), a failure (Fail), a compromised model, or an echo.
-type Step struct {
-	Text        []string // chunks, already split
-	Thinking    []string
-	ToolCalls   []ToolCall
-	Stop        string // "" means tool_use with tool calls, else end_turn
-	Delay       time.Duration
-	Interval    time.Duration
-	CutAfter    int // -1: not set
-	HangAfter   int // -1: not set
-	Fail        *Fail
-	Compromised bool
-	Echo        bool
-	// ChunkChars splits echo and compromised texts (0: one chunk).
-	ChunkChars int
-	Line       int
+// step is one answer. Exactly one kind: a reply (text, thinking, tool
+// calls), a failure, a compromised model, or an echo.
+type step struct {
+	text        []string // chunks, already split
+	thinking    []string
+	toolCalls   []toolCall
+	stop        string // "" means tool_use with tool calls, else end_turn
+	delay       time.Duration
+	interval    time.Duration
+	cutAfter    int // -1: not set
+	hangAfter   int // -1: not set
+	fail        *failure
+	compromised bool
+	echo        bool
+	chunkChars  int // splits echo texts (0: one chunk)
+	line        int
 }
 
-// Fail makes a step fail before any event.
-type Fail struct {
-	Status     int
-	RetryAfter string
-	Hang       bool
+// failure makes a step fail before any event.
+type failure struct {
+	status     int
+	retryAfter string
+	hang       bool
 }
 
-// ToolCall is a scripted call. Exactly one of Name and MCP is set.
-type ToolCall struct {
-	ID   string
-	Name string
-	// MCP is a raw [plugin, server, tool], resolved against the offered
+// toolCall is a scripted call. Exactly one of name and mcp is set.
+type toolCall struct {
+	id   string
+	name string
+	// mcp is a raw [plugin, server, tool], resolved against the offered
 	// tools with the naming algorithm of spec §7.
-	MCP []string
-	// Arguments is the JSON object tree with substitution templates in
-	// its strings.
-	Arguments map[string]any
-	args      map[string]any // with templates parsed
-	Line      int
+	mcp []string
+	// arguments is the JSON object tree as written; args the same with
+	// its strings compiled to substitution templates.
+	arguments map[string]any
+	args      map[string]any
+	line      int
 }
 
 // document is the wire form, decoded strictly.
@@ -224,7 +224,7 @@ func Parse(data []byte) (*Script, error) {
 	s := &Script{}
 	if doc.Final != nil {
 		f := string(*doc.Final)
-		s.Final = &f
+		s.final = &f
 	}
 	for i, sd := range doc.Steps {
 		var n *yaml.Node
@@ -235,10 +235,10 @@ func Parse(data []byte) (*Script, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: line %d: steps[%d]: %v", ErrInvalid, lineOf(n), i, err)
 		}
-		if st.Compromised && i != len(doc.Steps)-1 {
+		if st.compromised && i != len(doc.Steps)-1 {
 			return nil, fmt.Errorf("%w: line %d: steps[%d]: a compromised step answers every remaining call of the turn, so it must be the last step", ErrInvalid, lineOf(n), i)
 		}
-		s.Steps = append(s.Steps, st)
+		s.steps = append(s.steps, st)
 	}
 	return s, nil
 }
@@ -262,13 +262,13 @@ func Load(path string) (*Script, error) {
 }
 
 // step validates one step document.
-func (d stepDoc) step(n *yaml.Node) (Step, error) {
-	st := Step{CutAfter: -1, HangAfter: -1, Line: lineOf(n), Stop: string(d.Stop), Compromised: d.Compromised, Echo: d.Echo}
+func (d stepDoc) step(n *yaml.Node) (step, error) {
+	st := step{cutAfter: -1, hangAfter: -1, line: lineOf(n), stop: string(d.Stop), compromised: d.Compromised, echo: d.Echo}
 	if d.ChunkChars != nil {
 		if *d.ChunkChars < 1 {
 			return st, errors.New("chunkChars must be at least 1")
 		}
-		st.ChunkChars = *d.ChunkChars
+		st.chunkChars = *d.ChunkChars
 	}
 	reply := d.Text.set || d.Thinking.set || len(d.ToolCalls) > 0 || d.Stop != "" || d.CutAfter != nil || d.HangAfter != nil
 	kinds := 0
@@ -291,16 +291,16 @@ func (d stepDoc) step(n *yaml.Node) (Step, error) {
 		name string
 		ms   int
 		out  *time.Duration
-	}{{"delayMs", d.DelayMs, &st.Delay}, {"intervalMs", d.IntervalMs, &st.Interval}} {
+	}{{"delayMs", d.DelayMs, &st.delay}, {"intervalMs", d.IntervalMs, &st.interval}} {
 		if v.ms < 0 || v.ms > maxDelayMs {
 			return st, fmt.Errorf("%s must be between 0 and %d", v.name, maxDelayMs)
 		}
 		*v.out = time.Duration(v.ms) * time.Millisecond
 	}
-	switch st.Stop {
+	switch st.stop {
 	case "", "end_turn", "tool_use", "max_tokens", "refusal":
 	default:
-		return st, fmt.Errorf("stop %q is not one of end_turn, tool_use, max_tokens, refusal", st.Stop)
+		return st, fmt.Errorf("stop %q is not one of end_turn, tool_use, max_tokens, refusal", st.stop)
 	}
 	if d.CutAfter != nil && d.HangAfter != nil {
 		return st, errors.New("cutAfter and hangAfter exclude each other")
@@ -309,7 +309,7 @@ func (d stepDoc) step(n *yaml.Node) (Step, error) {
 		name string
 		p    *int
 		out  *int
-	}{{"cutAfter", d.CutAfter, &st.CutAfter}, {"hangAfter", d.HangAfter, &st.HangAfter}} {
+	}{{"cutAfter", d.CutAfter, &st.cutAfter}, {"hangAfter", d.HangAfter, &st.hangAfter}} {
 		if v.p == nil {
 			continue
 		}
@@ -318,14 +318,14 @@ func (d stepDoc) step(n *yaml.Node) (Step, error) {
 		}
 		*v.out = *v.p
 	}
-	st.Text = split(d.Text, st.ChunkChars)
-	st.Thinking = split(d.Thinking, st.ChunkChars)
+	st.text = split(d.Text, st.chunkChars)
+	st.thinking = split(d.Thinking, st.chunkChars)
 	if d.Fail != nil {
-		f, err := d.Fail.fail()
+		f, err := d.Fail.failure()
 		if err != nil {
 			return st, err
 		}
-		st.Fail = f
+		st.fail = f
 	}
 	callNodes := seqOf(n, "toolCalls")
 	for j, cd := range d.ToolCalls {
@@ -337,17 +337,17 @@ func (d stepDoc) step(n *yaml.Node) (Step, error) {
 		if err != nil {
 			return st, fmt.Errorf("toolCalls[%d] (line %d): %v", j, lineOf(cn), err)
 		}
-		st.ToolCalls = append(st.ToolCalls, c)
+		st.toolCalls = append(st.toolCalls, c)
 	}
 	return st, nil
 }
 
-func (d failDoc) fail() (*Fail, error) {
+func (d failDoc) failure() (*failure, error) {
 	switch {
 	case d.Hang && (d.Status != 0 || d.RetryAfter != ""):
 		return nil, errors.New("fail.hang excludes status and retryAfter")
 	case d.Hang:
-		return &Fail{Hang: true}, nil
+		return &failure{hang: true}, nil
 	case d.Status == 0:
 		return nil, errors.New("fail needs a status or hang: true")
 	case d.Status < 100 || d.Status > 599 || (d.Status >= 200 && d.Status <= 299):
@@ -361,27 +361,27 @@ func (d failDoc) fail() (*Fail, error) {
 			}
 		}
 	}
-	return &Fail{Status: d.Status, RetryAfter: strings.TrimSpace(d.RetryAfter)}, nil
+	return &failure{status: d.Status, retryAfter: strings.TrimSpace(d.RetryAfter)}, nil
 }
 
-func (d callDoc) call(n *yaml.Node) (ToolCall, error) {
-	c := ToolCall{Line: lineOf(n)}
+func (d callDoc) call(n *yaml.Node) (toolCall, error) {
+	c := toolCall{line: lineOf(n)}
 	if d.ID != nil {
 		if *d.ID == "" {
 			return c, errors.New("id must not be empty")
 		}
-		c.ID = string(*d.ID)
+		c.id = string(*d.ID)
 	}
 	if d.Name != nil {
 		if *d.Name == "" {
 			return c, errors.New("name must not be empty")
 		}
-		c.Name = string(*d.Name)
+		c.name = string(*d.Name)
 	}
 	if d.MCP != nil {
-		c.MCP = make([]string, len(d.MCP))
+		c.mcp = make([]string, len(d.MCP))
 		for i, s := range d.MCP {
-			c.MCP[i] = string(s)
+			c.mcp[i] = string(s)
 		}
 	}
 	switch {
@@ -392,12 +392,12 @@ func (d callDoc) call(n *yaml.Node) (ToolCall, error) {
 	case d.MCP != nil && len(d.MCP) != 3:
 		return c, errors.New("mcp is [plugin, server, tool]")
 	}
-	for _, s := range c.MCP {
+	for _, s := range c.mcp {
 		if s == "" {
 			return c, errors.New("mcp segments must not be empty")
 		}
 	}
-	c.Arguments = map[string]any{}
+	c.arguments = map[string]any{}
 	if d.Arguments.Kind != 0 {
 		v, err := fromNode(&d.Arguments)
 		if err != nil {
@@ -408,10 +408,10 @@ func (d callDoc) call(n *yaml.Node) (ToolCall, error) {
 			return c, errors.New("arguments must be a mapping (a JSON object)")
 		}
 		if m != nil {
-			c.Arguments = m
+			c.arguments = m
 		}
 	}
-	args, err := compileTree(c.Arguments)
+	args, err := compileTree(c.arguments)
 	if err != nil {
 		return c, fmt.Errorf("arguments: %v", err)
 	}
