@@ -123,6 +123,12 @@ func Ctl(ctx context.Context, args []string, cio CtlIO) int {
 	if cio.Stdin == nil {
 		cio.Stdin = strings.NewReader("")
 	}
+	if cio.Stdout == nil {
+		cio.Stdout = io.Discard
+	}
+	if cio.Stderr == nil {
+		cio.Stderr = io.Discard
+	}
 	fs := flag.NewFlagSet("ctl", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	prefix := fs.String("socket-prefix", "", "socket-name prefix of the runtime")

@@ -426,3 +426,17 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTableByUID is the caller channel's lookup on every connection.
+func BenchmarkTableByUID(b *testing.B) {
+	tf := emptyTable()
+	for i := 0; i < 200; i++ {
+		tf.Packages = append(tf.Packages, Package{Name: fmt.Sprintf("org.bench.p%03d", i), UID: 10100 + i, SigningDigest: strings.Repeat("a", 64), CodeDir: "/c", DataDir: "/d"})
+	}
+	t := &Table{tf: tf, changed: make(chan struct{})}
+	for b.Loop() {
+		if ps := t.ByUID(10250); len(ps) != 1 {
+			b.Fatal(ps)
+		}
+	}
+}

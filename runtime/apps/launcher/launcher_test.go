@@ -78,7 +78,7 @@ func key(seed byte) ed25519.PrivateKey {
 }
 
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	names  transport.Names
 	in     *apps.Installer
 	srv    *Server
@@ -88,7 +88,7 @@ type env struct {
 
 // newEnv installs the test app into a fresh apps directory (reachable by
 // app uids) and starts a launcher whose runtime uid is root (the test).
-func newEnv(t *testing.T, mod func(*Options)) *env {
+func newEnv(t testing.TB, mod func(*Options)) *env {
 	t.Helper()
 	apptest.NeedRoot(t)
 	var b [4]byte
