@@ -192,6 +192,13 @@ type fakeSource struct {
 	onRecon func(serial string)
 	onConn  func(serial string)
 	calls   []string
+	fail    error // listing fails with this
+}
+
+func (s *fakeSource) set(fn func(s *fakeSource)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(s)
 }
 
 func (s *fakeSource) Name() string { return "fake" }
@@ -199,6 +206,9 @@ func (s *fakeSource) Name() string { return "fake" }
 func (s *fakeSource) Devices(ctx context.Context) ([]Found, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.fail != nil {
+		return nil, s.fail
+	}
 	var out []Found
 	for _, d := range s.devs {
 		if s.hidden[d.serial] {

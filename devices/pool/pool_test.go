@@ -539,3 +539,59 @@ func TestAcquireIsFirstComeFirstServed(t *testing.T) {
 		held.Release(OK)
 	})
 }
+
+func TestSeveralSourcesAndListingErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := newFakeDev("a"), newFakeDev("b")
+		s1, s2 := &fakeSource{devs: []*fakeDev{a}}, &fakeSource{devs: []*fakeDev{b}}
+		p, err := New(&Options{Sources: []Source{s1, s2}, MonitorInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		if err := p.Refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(p.Devices()); n != 2 {
+			t.Fatalf("inventory = %d devices", n)
+		}
+		// A source that fails to list keeps its devices: the server may be
+		// briefly away, the devices are not gone.
+		s2.set(func(s *fakeSource) { s.fail = errors.New("adb server unreachable") })
+		if err := p.Refresh(context.Background()); err == nil || !strings.Contains(err.Error(), "adb server unreachable") {
+			t.Fatalf("Refresh = %v", err)
+		}
+		if s := stateOf(t, p, "b"); s.State != StateAvailable {
+			t.Fatalf("b = %s after a failed listing", s.State)
+		}
+	})
+}
+
+func TestOperatorQuarantine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newFakeDev("a")
+		p := newTestPool(t, &fakeSource{devs: []*fakeDev{a}}, nil)
+		l, err := p.Acquire(context.Background(), Selector{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Quarantine("a", "screen cracked"); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Err(); !errors.Is(err, ErrLeaseLost) {
+			t.Fatalf("lease of a quarantined device: %v", err)
+		}
+		if s := stateOf(t, p, "a"); s.State != StateQuarantined || s.Reason != "operator: screen cracked" {
+			t.Fatalf("a = %s %q", s.State, s.Reason)
+		}
+		if err := p.Quarantine("zz", "x"); !errors.Is(err, ErrUnknownDevice) {
+			t.Fatalf("Quarantine(unknown) = %v", err)
+		}
+		if err := p.Unquarantine("a"); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Unquarantine("a"); !errors.Is(err, ErrTransition) {
+			t.Fatalf("second Unquarantine = %v", err)
+		}
+	})
+}
