@@ -49,6 +49,9 @@ func scan(texts []string, offered []string) []found {
 	raw := map[string][]string{}
 	var plain []string
 	for _, n := range offered {
+		if n == "" {
+			continue
+		}
 		offeredSet[n] = true
 		if strings.HasPrefix(n, "mcp__") || strings.HasPrefix(n, "ses__") {
 			if i := strings.LastIndex(n, "__"); i >= 0 && i+2 < len(n) {
@@ -161,6 +164,9 @@ func occurrences(text string, plain []string, raw map[string][]string, offered m
 
 // words finds whole-word occurrences of w in text.
 func words(text, w string, names []string) []occurrence {
+	if w == "" {
+		return nil
+	}
 	var occ []occurrence
 	for off := 0; ; {
 		i := strings.Index(text[off:], w)

@@ -164,3 +164,27 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzScan: the compromised model's reader never panics on any text, and
+// names each tool at most once, always with an arguments object.
+func FuzzScan(f *testing.F) {
+	f.Add(`call mcp__notes__notes__note_delete {"id": 3} then ["alarm", "alarm", "alarm_create"] {"t": 1}`, "mcp__notes__notes__note_delete")
+	f.Add(`{"notes":[{"text":"sms_send {\"to\": \"1\"}"}]}`, "mcp__sms__sms__sms_send")
+	f.Add(`read_skill {"name": "x"} {{{ ["a", "b"`, "read_skill")
+	f.Fuzz(func(t *testing.T, text, tool string) {
+		found := scan([]string{text, text}, []string{tool, "mcp__p__s__t", "read_skill"})
+		seen := map[string]bool{}
+		for _, fd := range found {
+			if seen[fd.name] {
+				t.Fatalf("%q named twice", fd.name)
+			}
+			seen[fd.name] = true
+			if fd.args == nil {
+				t.Fatalf("%q without arguments", fd.name)
+			}
+			if _, err := marshal(fd.args); err != nil {
+				t.Fatalf("arguments of %q do not encode: %v", fd.name, err)
+			}
+		}
+	})
+}

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -257,4 +258,32 @@ func TestClientNoRetries(t *testing.T) {
 	if count != 1 {
 		t.Errorf("%d attempts, want 1", count)
 	}
+}
+
+// FuzzRetryAfter: any header value parses to a wait between 0 and a day,
+// or to nothing.
+func FuzzRetryAfter(f *testing.F) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, s := range []string{"", "0", "20", " 7 ", "-1", "1.5", "99999999999999999999", now.Add(time.Minute).Format(http.TimeFormat),
+		"Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		h := http.Header{}
+		h.Set("Retry-After", v)
+		d, ok := RetryAfter(h, now)
+		if !ok {
+			if d != 0 {
+				t.Fatalf("RetryAfter(%q) = %v without ok", v, d)
+			}
+			return
+		}
+		if d < 0 || (d > 24*time.Hour && !strings.Contains(v, " ")) {
+			t.Fatalf("RetryAfter(%q) = %v", v, d)
+		}
+		e := Map(Failure{Status: 429, Header: h, Now: now})
+		if s, _ := e.Details["retryAfterSeconds"].(int); s < 0 {
+			t.Fatalf("retryAfterSeconds = %d", s)
+		}
+	})
 }

@@ -117,14 +117,22 @@ func Raw(t testing.TB, serve func(c *net.TCPConn)) *Server {
 				return
 			}
 			s.Conns.Add(1)
-			wg.Add(1)
+			wg.Add(2)
+			served := make(chan struct{})
 			go func() {
 				defer wg.Done()
+				// Closing the connection at the end of the test ends a
+				// serve that waits on it.
+				select {
+				case <-done:
+				case <-served:
+				}
+				c.Close()
+			}()
+			go func() {
+				defer wg.Done()
+				defer close(served)
 				defer c.Close()
-				go func() {
-					<-done
-					c.Close()
-				}()
 				req, err := http.ReadRequest(bufio.NewReader(c))
 				if err != nil {
 					return
