@@ -540,3 +540,25 @@ func FuzzParseState(f *testing.F) {
 		}
 	})
 }
+
+// TestUnwritableSuccessRevokesPairing: a computer that goes away before
+// its token could be written leaves no pairing behind.
+func TestUnwritableSuccessRevokesPairing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 0)
+	code, _ := e.b.Enable()
+	c, err := transport.Dial(context.Background(), e.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte(pairCode(code) + "\n"))
+	c.Close()
+	waitFor(t, func() bool {
+		cl := e.b.Status().Closes
+		return len(cl) == 1
+	})
+	st := e.b.Status()
+	if st.Pairings != 0 || st.CodeActive || st.Closes[0].Reason != "reply_failed" {
+		t.Fatalf("status = %+v", st)
+	}
+}

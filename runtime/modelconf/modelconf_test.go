@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentoslab/agentlab/runtime/admin"
+	"github.com/agentoslab/agentlab/runtime/model"
 	"github.com/agentoslab/agentlab/runtime/modelconf"
 )
 
@@ -135,5 +136,36 @@ func TestModelSetRefusals(t *testing.T) {
 	}
 	if c, p, ok := e.store.Current(); !ok || p == nil || c.Provider != "scripted" {
 		t.Fatalf("scripted: %v %v", c, ok)
+	}
+}
+
+func TestFallbackKey(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, modelconf.ConfigFile), []byte(`{"provider":"openai","baseUrl":"https://api.example.com/v1","model":"m"}`), 0o600)
+	s, err := modelconf.Open(dir, &modelconf.Options{FallbackKey: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _, ok := s.Current(); !ok || c.Key != secret {
+		t.Fatalf("fallback key not used: %v", ok)
+	}
+	// A stored key wins; clearing forgets the fallback too.
+	other := "sk-other"
+	if err := s.Set(model.Config{Provider: "openai", BaseURL: "https://api.example.com/v1", Model: "m"}, &other); err != nil {
+		t.Fatal(err)
+	}
+	if c, _, _ := s.Current(); c.Key != other {
+		t.Fatal("stored key not used")
+	}
+	s.Clear()
+	if err := s.Set(model.Config{Provider: "openai", BaseURL: "https://api.example.com/v1", Model: "m"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if c, p, ok := s.Current(); ok || p != nil || c.Key != "" {
+		t.Fatal("a key after clear")
+	}
+	if !strings.Contains(fmt.Sprint(s.Show()), "false") {
+		t.Fatal("show")
 	}
 }

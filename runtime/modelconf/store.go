@@ -27,6 +27,9 @@ const (
 type Options struct {
 	// Providers are handed to providers.Open.
 	Providers *providers.Options
+	// FallbackKey is used while no model.key exists (a key the runtime
+	// was started with from $AGENTOS_MODEL_KEY or a key file flag).
+	FallbackKey string
 	// Logger receives provider names and outcomes, never keys; nil
 	// discards.
 	Logger *slog.Logger
@@ -34,9 +37,10 @@ type Options struct {
 
 // Store holds the model configuration. Safe for concurrent use.
 type Store struct {
-	dir  string
-	opts *providers.Options
-	log  *slog.Logger
+	dir      string
+	opts     *providers.Options
+	fallback string
+	log      *slog.Logger
 
 	mu       sync.Mutex // guards the fields below
 	cfg      model.Config
@@ -55,7 +59,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if opts != nil {
 		o = *opts
 	}
-	s := &Store{dir: dir, opts: o.Providers, log: o.Logger}
+	s := &Store{dir: dir, opts: o.Providers, fallback: o.FallbackKey, log: o.Logger}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -70,11 +74,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("modelconf: %s: %w", ConfigFile, err)
 	}
-	if k, err := model.KeyFromFile(filepath.Join(dir, KeyFile)); err == nil {
-		cfg.Key = k
-	} else if !errors.Is(err, os.ErrNotExist) {
-		s.log.Warn("modelconf: key file not used", "err", err)
-	}
+	cfg.Key = s.storedKey()
 	s.apply(cfg)
 	return s, nil
 }
@@ -172,9 +172,7 @@ func (s *Store) Set(cfg model.Config, key *string) error {
 	keyPath := filepath.Join(s.dir, KeyFile)
 	switch {
 	case key == nil:
-		if k, err := model.KeyFromFile(keyPath); err == nil {
-			cfg.Key = k
-		}
+		cfg.Key = s.storedKey()
 	case *key == "":
 		if err := os.Remove(keyPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return errcode.Wrap(errcode.StoreFailed, "the key file could not be removed", err)
@@ -193,6 +191,21 @@ func (s *Store) Set(cfg model.Config, key *string) error {
 	return nil
 }
 
+// storedKey is model.key's key, else the fallback key.
+func (s *Store) storedKey() string {
+	k, err := model.KeyFromFile(filepath.Join(s.dir, KeyFile))
+	if err == nil {
+		return k
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		// The error names the path and the mode, never the key.
+		s.log.Warn("modelconf: key file not used", "err", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fallback
+}
+
 // Clear removes the configuration and the key: tasks from now on fail
 // model_not_configured.
 func (s *Store) Clear() error {
@@ -203,6 +216,8 @@ func (s *Store) Clear() error {
 	}
 	s.mu.Lock()
 	s.cfg, s.set, s.provider, s.openErr = model.Config{}, false, nil, nil
+	// A cleared key stays cleared, whatever the runtime started with.
+	s.fallback = ""
 	s.mu.Unlock()
 	s.log.Info("modelconf: model cleared")
 	return nil
