@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -259,5 +260,29 @@ func TestReportDiff(t *testing.T) {
 	}
 	if r := runCLI(t, "report", "diff", old, cur, "--format", "pdf"); r.code != ExitUsage {
 		t.Errorf("bad format: exit %d", r.code)
+	}
+}
+
+func TestBridgeExitCodes(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "bridge.json")
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	cases := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"bridge", "--state", state, "--connect", addr}, 3, "agentlab bridge: not paired with tcp:" + addr},
+		{[]string{"bridge", "--state", state, "--connect", addr, "pair", "123456"}, 5, "agentlab bridge: the phone is not listening"},
+		{[]string{"bridge", "--state", state, "--connect", addr, "pair"}, 2, "takes 1 argument(s)"},
+		{[]string{"bridge", "--state", state, "--connect", "nonsense", "pair", "1"}, 2, "want host:port or unix:<path>"},
+		{[]string{"bridge", "--state", state, "--connect", addr, "unpair", "-q"}, 0, ""},
+	}
+	for _, tc := range cases {
+		r := runCLIWith(t, func(a *app) { a.lookupEnv = func(string) (string, bool) { return "", false } }, tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) || r.stdout != "" {
+			t.Errorf("%v: exit %d stderr %q stdout %q; want %d %q", tc.args, r.code, r.stderr, r.stdout, tc.code, tc.msg)
+		}
 	}
 }
