@@ -329,7 +329,11 @@ func TestHandshakeFailures(t *testing.T) {
 	}{
 		{"closed before answering", func(c net.Conn) { readLine(c) }, ExitNotListening, "closed before the phone answered"},
 		{"not json", func(c net.Conn) { readLine(c); c.Write([]byte("hello\n")) }, ExitFailure, "not a JSON-RPC answer"},
-		{"silent", func(c net.Conn) { readLine(c); c.SetReadDeadline(time.Now().Add(3 * time.Second)); io.Copy(io.Discard, c) }, ExitFailure, "did not answer the pairing within"},
+		{"silent", func(c net.Conn) {
+			readLine(c)
+			c.SetReadDeadline(time.Now().Add(3 * time.Second))
+			io.Copy(io.Discard, c)
+		}, ExitFailure, "did not answer the pairing within"},
 		{"too long", func(c net.Conn) { readLine(c); c.Write(bytes.Repeat([]byte("x"), MaxAnswerBytes+8192)) }, ExitFailure, "too long"},
 		{"busy", func(c net.Conn) {
 			c.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32047,"message":"busy: too many desktop connections","data":{"agentosCode":"busy","retryable":true}}}` + "\n"))
