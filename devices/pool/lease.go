@@ -173,7 +173,7 @@ func (l *Lease) Release(o Outcome) error {
 		p.faultLocked(l.m, "lease holder: "+o.Fault)
 		return nil
 	}
-	p.transitionLocked(l.m, StateAvailable, reasonReleased)
+	p.transitionLocked(l.m, StateAvailable, "released")
 	return nil
 }
 

@@ -307,7 +307,8 @@ func (p *Pool) transitionLocked(m *member, to State, reason string) {
 		m.recheckAt = time.Time{}
 	}
 	if from == StateLeased && m.lease != nil {
-		if to != StateAvailable || reason != reasonReleased {
+		// The device left its holder without a Release: the lease is lost.
+		if !m.lease.released {
 			m.lease.loseLocked(reason)
 		}
 		m.lease = nil
@@ -320,8 +321,6 @@ func (p *Pool) transitionLocked(m *member, to State, reason string) {
 		go p.recover(m, m.gen, reason)
 	}
 }
-
-const reasonReleased = "released"
 
 func (p *Pool) wakeLocked() {
 	close(p.changed)

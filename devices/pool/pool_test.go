@@ -373,6 +373,9 @@ func TestReleaseWithFault(t *testing.T) {
 			t.Fatal(err)
 		}
 		l.Release(DeviceFault("adb shell hung during the scenario"))
+		if err := l.Err(); err != nil {
+			t.Fatalf("a released lease reports %v", err)
+		}
 		synctest.Wait()
 		if s := stateOf(t, p, "a"); s.State != StateAvailable || s.Reason != "recovered by reread" {
 			t.Fatalf("a = %s %q", s.State, s.Reason)
