@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"slices"
 	"sync"
 	"time"
 
@@ -274,13 +275,17 @@ func (c *Conn) establish(ctx context.Context, method string, req map[string]any,
 	}
 	setup := s.setup
 	s.mu.Unlock()
-	t := time.NewTimer(setupWait)
-	select {
-	case <-setup:
-	case <-t.C:
-	case <-ctx.Done():
+	// A runtime that does not offer sessionSetup sends no marker: then
+	// what arrived before the response is all there is.
+	if slices.Contains(c.caps.Extensions, extSessionSetup) {
+		t := time.NewTimer(setupWait)
+		select {
+		case <-setup:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
 	}
-	t.Stop()
 	s.mu.Lock()
 	s.loading = false
 	s.closedSess = false
