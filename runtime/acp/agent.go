@@ -28,6 +28,11 @@ type Options struct {
 	// CancelWait bounds how long a cancelled prompt waits for its task to
 	// stop before answering cancelled anyway; zero means 12 s.
 	CancelWait time.Duration
+	// DrainOnEOF makes a connection whose input has ended still answer the
+	// requests it already received (stdio: a client may close stdin and
+	// read the answers). Otherwise such a connection is over at once and
+	// its pending answers are dropped. Tasks run on either way.
+	DrainOnEOF bool
 }
 
 // Agent is the ACP agent. It is safe for concurrent use by many
@@ -38,6 +43,7 @@ type Agent struct {
 	log        *slog.Logger
 	servers    SessionServers
 	cancelWait time.Duration
+	drain      bool
 
 	// cancels counts handled session/cancel notifications (tests wait on it:
 	// notifications and requests are handled concurrently).
@@ -49,7 +55,8 @@ func New(e *engine.Engine, opts *Options) *Agent {
 	if opts == nil {
 		opts = &Options{}
 	}
-	a := &Agent{e: e, version: opts.Version, log: opts.Logger, servers: opts.Servers, cancelWait: opts.CancelWait}
+	a := &Agent{e: e, version: opts.Version, log: opts.Logger, servers: opts.Servers, cancelWait: opts.CancelWait,
+		drain: opts.DrainOnEOF}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -78,7 +85,9 @@ type Stream interface {
 // or ctx ends, then closes the stream and returns once the connection's
 // handlers have returned. Tasks the connection started keep running.
 func (a *Agent) Serve(ctx context.Context, c engine.Caller, s Stream) error {
-	cn := &conn{a: a, caller: c, ready: make(chan struct{}), prompts: map[string][]*promptState{}}
+	base, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	defer abandon()
+	cn := &conn{a: a, caller: c, ready: make(chan struct{}), prompts: map[string][]*promptState{}, base: base}
 	cn.sdk = sdk.NewConnection(cn.handle, s.Writer(), s.Reader())
 	cn.sdk.SetLogger(slog.New(quietHandler{a.log.Handler()}))
 	close(cn.ready)
@@ -86,11 +95,21 @@ func (a *Agent) Serve(ctx context.Context, c engine.Caller, s Stream) error {
 	case <-cn.sdk.Done():
 	case <-ctx.Done():
 	}
-	s.Close()
-	<-cn.sdk.Done()
 	cn.mu.Lock()
 	cn.closed = true
 	cn.mu.Unlock()
+	if a.drain && ctx.Err() == nil {
+		// Answer what was received; shutdown (ctx) still cuts it short.
+		drained := make(chan struct{})
+		go func() { cn.handlers.Wait(); close(drained) }()
+		select {
+		case <-drained:
+		case <-ctx.Done():
+		}
+	}
+	abandon()
+	s.Close()
+	<-cn.sdk.Done()
 	cn.handlers.Wait()
 	return nil
 }
@@ -101,6 +120,10 @@ type conn struct {
 	caller engine.Caller
 	sdk    *sdk.Connection
 	ready  chan struct{} // closed once sdk is set
+	// base is the parent of every handler's context: it ends when the
+	// connection is abandoned, not when the peer's input ends (the SDK
+	// ends request contexts then; see handle).
+	base context.Context
 
 	handlers sync.WaitGroup // handlers running; Add only while !closed
 
@@ -191,10 +214,22 @@ func (cn *conn) handle(ctx context.Context, method string, raw json.RawMessage) 
 	cn.mu.Unlock()
 	defer cn.handlers.Done()
 
+	// The SDK ends a request's context when the peer's input ends and on
+	// $/cancel_request. Only the latter cancels the handler here; the
+	// connection's end is decided by Serve through base.
+	hctx, cancel := context.WithCancel(cn.base)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		if !cn.gone() {
+			cancel()
+		}
+	})
+	defer stop()
+
 	p, err := parseParams(raw)
 	if err == nil {
 		var res any
-		res, err = fn(cn, ctx, p)
+		res, err = fn(cn, hctx, p)
 		if err == nil {
 			return res, nil
 		}

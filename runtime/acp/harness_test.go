@@ -87,13 +87,13 @@ type client struct {
 	conn net.Conn
 	w    *bufio.Writer
 
-	mu     sync.Mutex
-	cond   *sync.Cond
-	msgs   []json.RawMessage // received and not yet taken, in order
+	mu   sync.Mutex
+	cond *sync.Cond
+	msgs []json.RawMessage // received and not yet taken, in order
 	// lastTaken are the raw messages the last successful waitFor consumed.
 	lastTaken []json.RawMessage
-	closed bool
-	nextID int
+	closed    bool
+	nextID    int
 }
 
 // connect opens a connection to the agent as caller c.

@@ -118,8 +118,8 @@ func (cn *conn) prompt(ctx context.Context, p params) (any, error) {
 		}
 		if err != nil {
 			switch {
-			case ctx.Err() != nil && cn.gone():
-				// Nobody to answer; the task goes on.
+			case ctx.Err() != nil && cn.base.Err() != nil:
+				// The connection is over: nobody to answer; the task goes on.
 				return nil, ctx.Err()
 			case ctx.Err() != nil:
 				// $/cancel_request for this prompt: cancel like session/cancel.

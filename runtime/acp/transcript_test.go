@@ -270,4 +270,3 @@ func (n *normalizer) apply(raw json.RawMessage) string {
 	})
 	return timeRE.ReplaceAllString(s, `"updatedAt":"<time>"`)
 }
-

@@ -60,3 +60,25 @@ func TestFolder(t *testing.T) {
 		t.Fatalf("messages\n got %q\nwant %q", got, want)
 	}
 }
+
+func TestFolderKeepsTheLastTurns(t *testing.T) {
+	t.Parallel()
+	f := folder{maxTurns: 2}
+	for i := range 5 {
+		b, _ := json.Marshal(TaskQueuedBody{Text: fmt.Sprint("q", i)})
+		f.add(store.Event{Type: EvTaskQueued, Body: b})
+		b, _ = json.Marshal(TextBody{Text: fmt.Sprint("a", i)})
+		f.add(store.Event{Type: EvMessageDelta, Body: b})
+		f.add(store.Event{Type: EvTaskCompleted, Body: []byte(`{}`)})
+	}
+	var got []string
+	for _, m := range f.snapshot() {
+		got = append(got, m.Text)
+	}
+	if fmt.Sprint(got) != "[q3 a3 q4 a4]" {
+		t.Fatalf("kept %v", got)
+	}
+	if f.chars != len("q3a3q4a4") {
+		t.Fatalf("chars %d", f.chars)
+	}
+}

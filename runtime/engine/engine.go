@@ -42,6 +42,11 @@ type Engine struct {
 	// sessions holds the sessions in use: with a live task, a follower or a
 	// method running on them. Idle sessions are dropped (see release).
 	sessions map[string]*session
+	// idle are sessions in memory that nothing uses, oldest first.
+	idleSessions []*session
+	// recovering counts, per session, tasks awaiting a recovery decision
+	// (they appear only at start and leave by decision or expiry).
+	recovering map[string]int
 	// tasks holds the live tasks (being queued, queued, running) by id.
 	tasks   map[string]*task
 	running int // sessions with a running task
@@ -92,19 +97,20 @@ func New(ctx context.Context, opts *Options) (*Engine, error) {
 		return nil, errors.New("engine: Store and Tools are required")
 	}
 	e := &Engine{
-		store:    opts.Store,
-		tools:    opts.Tools,
-		models:   opts.Models,
-		admit:    opts.Admission,
-		clock:    opts.Clock,
-		log:      opts.Logger,
-		lim:      opts.Limits.withDefaults(),
-		base:     opts.BasePrompt,
-		notify:   opts.Notify,
-		sessions: make(map[string]*session),
-		tasks:    make(map[string]*task),
-		owners:   make(map[string]*ownerUsage),
-		idle:     make(chan struct{}),
+		store:      opts.Store,
+		tools:      opts.Tools,
+		models:     opts.Models,
+		admit:      opts.Admission,
+		clock:      opts.Clock,
+		log:        opts.Logger,
+		lim:        opts.Limits.withDefaults(),
+		base:       opts.BasePrompt,
+		notify:     opts.Notify,
+		sessions:   make(map[string]*session),
+		tasks:      make(map[string]*task),
+		recovering: make(map[string]int),
+		owners:     make(map[string]*ownerUsage),
+		idle:       make(chan struct{}),
 	}
 	close(e.idle)
 	if e.models == nil {

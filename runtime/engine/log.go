@@ -40,8 +40,16 @@ func (e *Engine) appendEvent(ctx context.Context, s *session, taskID, typ string
 	}
 	s.nextSeq++
 	s.tail = append(s.tail, ev)
-	if len(s.tail) > 2*tailMax {
-		s.tail = append(s.tail[:0:0], s.tail[len(s.tail)-tailMax:]...)
+	s.tailBytes += len(ev.Body)
+	// Keep at most tailMax events and tailMaxBytes of bodies; followers
+	// that fall further behind read from the store.
+	drop := 0
+	for len(s.tail)-drop > 1 && (len(s.tail)-drop > tailMax || s.tailBytes > tailMaxBytes) {
+		s.tailBytes -= len(s.tail[drop].Body)
+		drop++
+	}
+	if drop > 0 {
+		s.tail = append(s.tail[:0:0], s.tail[drop:]...)
 	}
 	close(s.changed)
 	s.changed = make(chan struct{})

@@ -31,13 +31,25 @@ type session struct {
 	logMu sync.Mutex // guards the fields below; held around one event write
 	// nextSeq is the seq of the next event; 0 until read from the store.
 	nextSeq int64
-	// tail keeps the latest events for followers (at most tailMax).
-	tail []store.Event
+	// tail keeps the latest events for followers (bounded, see appendEvent).
+	tail      []store.Event
+	tailBytes int
 	// changed is closed and replaced after every append.
 	changed chan struct{}
+
+	convMu sync.Mutex // guards conv; held while a task rebuilds its conversation
+	// conv is the session's conversation folded from the log up to some
+	// seq, so a task reads only the events since the last one (nil: none).
+	conv *convCache
 }
 
-const tailMax = 256
+const (
+	tailMax      = 256
+	tailMaxBytes = 1 << 20
+	// maxIdleSessions bounds the sessions kept in memory with nothing using
+	// them (their conversation caches make the next prompt cheaper).
+	maxIdleSessions = 16
+)
 
 // SessionInfo describes a session.
 type SessionInfo struct {
@@ -108,6 +120,11 @@ func (e *Engine) acquireLocked(id, owner string) *session {
 		s = &session{id: id, owner: owner, changed: make(chan struct{})}
 		e.sessions[id] = s
 	}
+	if s.refs == 0 {
+		if i := slices.Index(e.idleSessions, s); i >= 0 {
+			e.idleSessions = slices.Delete(e.idleSessions, i, i+1)
+		}
+	}
 	s.refs++
 	return s
 }
@@ -119,12 +136,33 @@ func (e *Engine) release(s *session) {
 	e.releaseLocked(s)
 }
 
+// releaseLocked drops a reference; a session nothing uses joins the idle
+// list, whose oldest members are dropped beyond maxIdleSessions.
 func (e *Engine) releaseLocked(s *session) {
 	s.refs--
-	if s.refs == 0 && s.running == nil && len(s.queue) == 0 && s.pending == 0 && !s.gone {
-		s.gone = true
-		delete(e.sessions, s.id)
+	if s.refs > 0 || s.running != nil || len(s.queue) > 0 || s.pending > 0 || s.gone {
+		return
 	}
+	e.idleSessions = append(e.idleSessions, s)
+	for len(e.idleSessions) > maxIdleSessions {
+		old := e.idleSessions[0]
+		e.idleSessions = e.idleSessions[1:]
+		old.gone = true
+		delete(e.sessions, old.id)
+	}
+}
+
+// forgetLocked drops a session from memory at once (deleted sessions).
+func (e *Engine) forgetLocked(id string) {
+	s := e.sessions[id]
+	if s == nil {
+		return
+	}
+	if i := slices.Index(e.idleSessions, s); i >= 0 {
+		e.idleSessions = slices.Delete(e.idleSessions, i, i+1)
+	}
+	s.gone = true
+	delete(e.sessions, id)
 }
 
 // NewSession creates a session owned by c. A nil scope means no toolScope.
@@ -272,6 +310,10 @@ func (e *Engine) DeleteSession(ctx context.Context, c Caller, id string) error {
 		return e.storeErr(err)
 	}
 	e.tools.ForgetSession(id)
+	e.mu.Lock()
+	e.forgetLocked(id)
+	delete(e.recovering, id)
+	e.mu.Unlock()
 	e.log.Info("session deleted", "session", id)
 	return nil
 }

@@ -137,6 +137,16 @@ func (e *Engine) move(ctx context.Context, t *task, m moveSpec) error {
 // the admission callback to call (outside the lock) and whether the live
 // task counts changed.
 func (e *Engine) afterMoveLocked(t *task, from store.TaskState, m moveSpec, writeErr error) (func(), bool) {
+	if writeErr == nil {
+		switch {
+		case m.to == store.TaskRecoveryRequired:
+			e.recovering[t.sess.id]++
+		case from == store.TaskRecoveryRequired:
+			if e.recovering[t.sess.id]--; e.recovering[t.sess.id] <= 0 {
+				delete(e.recovering, t.sess.id)
+			}
+		}
+	}
 	if !t.live {
 		return nil, false
 	}

@@ -86,18 +86,14 @@ func (e *Engine) Submit(ctx context.Context, c Caller, sessionID string, p Promp
 	if row.State == store.SessionClosed {
 		return refuse(errcode.New(errcode.SessionTerminal, "The session is closed; load or resume it first.").WithSession(row.ID))
 	}
-	rec, err := e.store.Tasks(ctx, store.TaskQuery{SessionID: row.ID, States: []store.TaskState{store.TaskRecoveryRequired}})
-	if err != nil {
-		return refuse(e.storeErr(err))
-	}
-	if len(rec) > 0 {
-		return refuse(errcode.New(errcode.RecoveryRequired,
-			"A task of this session ended with an unknown outcome; decide on it before sending new prompts.").
-			WithSession(row.ID).WithTask(rec[0].ID))
-	}
-
 	now := e.clock.Now()
 	e.mu.Lock()
+	if e.recovering[row.ID] > 0 {
+		e.mu.Unlock()
+		return refuse(errcode.New(errcode.RecoveryRequired,
+			"A task of this session ended with an unknown outcome; decide on it before sending new prompts.").
+			WithSession(row.ID))
+	}
 	var busy string
 	s := e.acquireLocked(row.ID, row.OwnerKey)
 	switch {

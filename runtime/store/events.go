@@ -20,9 +20,14 @@ type Event struct {
 	At   time.Time
 }
 
-const insertEventSQL = `INSERT INTO events (session_id, seq, task_id, type, body, at) VALUES (?,?,?,?,?,?)`
+const (
+	insertEventSQL    = `INSERT INTO events (session_id, seq, task_id, type, body, at) VALUES (?,?,?,?,?,?)`
+	insertToolCallSQL = `INSERT OR IGNORE INTO tool_calls (task_id, id, name) VALUES (?,?,?)`
+	markDispatchedSQL = `UPDATE tool_calls SET dispatched_at = ? WHERE task_id = ? AND id = ?`
+	markSettledSQL    = `UPDATE tool_calls SET settled_at = ?, outcome = ? WHERE task_id = ? AND id = ?`
+)
 
-func insertEvent(ctx context.Context, tx *sql.Tx, ev Event) error {
+func insertEvent(ctx context.Context, tx wtx, ev Event) error {
 	_, err := tx.ExecContext(ctx, insertEventSQL, eventArgs(ev)...)
 	return err
 }
@@ -51,12 +56,13 @@ type ToolCallMark struct {
 // AppendEvent commits ev, and mark when not nil, in one transaction.
 func (s *Store) AppendEvent(ctx context.Context, ev Event, mark *ToolCallMark) error {
 	if mark == nil {
-		if _, err := s.appendStmt.ExecContext(ctx, eventArgs(ev)...); err != nil {
+		// One statement commits on its own: no transaction needed.
+		if _, err := s.wStmts.lookup(insertEventSQL).ExecContext(ctx, eventArgs(ev)...); err != nil {
 			return wrap("append event", err)
 		}
 		return nil
 	}
-	return s.inTx(ctx, "append event", func(tx *sql.Tx) error {
+	return s.inTx(ctx, "append event", func(tx wtx) error {
 		if err := insertEvent(ctx, tx, ev); err != nil {
 			return err
 		}
@@ -64,14 +70,11 @@ func (s *Store) AppendEvent(ctx context.Context, ev Event, mark *ToolCallMark) e
 		var err error
 		switch {
 		case mark.Name != "":
-			_, err = tx.ExecContext(ctx, `INSERT OR IGNORE INTO tool_calls (task_id, id, name) VALUES (?,?,?)`,
-				mark.TaskID, mark.ID, mark.Name)
+			_, err = tx.ExecContext(ctx, insertToolCallSQL, mark.TaskID, mark.ID, mark.Name)
 		case mark.Dispatched:
-			_, err = tx.ExecContext(ctx, `UPDATE tool_calls SET dispatched_at = ? WHERE task_id = ? AND id = ?`,
-				at, mark.TaskID, mark.ID)
+			_, err = tx.ExecContext(ctx, markDispatchedSQL, at, mark.TaskID, mark.ID)
 		case mark.Outcome != "":
-			_, err = tx.ExecContext(ctx, `UPDATE tool_calls SET settled_at = ?, outcome = ? WHERE task_id = ? AND id = ?`,
-				at, mark.Outcome, mark.TaskID, mark.ID)
+			_, err = tx.ExecContext(ctx, markSettledSQL, at, mark.Outcome, mark.TaskID, mark.ID)
 		}
 		return err
 	})
@@ -80,7 +83,7 @@ func (s *Store) AppendEvent(ctx context.Context, ev Event, mark *ToolCallMark) e
 // Events returns up to limit events of the session with seq > after, in
 // order.
 func (s *Store) Events(ctx context.Context, sessionID string, after int64, limit int) ([]Event, error) {
-	evs, err := queryEvents(ctx, s.r, `SELECT session_id, seq, task_id, type, body, at FROM events
+	evs, err := queryEvents(ctx, s.query, `SELECT session_id, seq, task_id, type, body, at FROM events
 		WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, after, limit)
 	if err != nil {
 		return nil, wrap("events", err)
@@ -91,18 +94,16 @@ func (s *Store) Events(ctx context.Context, sessionID string, after int64, limit
 // LastSeq returns the highest seq of the session's log (0 when empty).
 func (s *Store) LastSeq(ctx context.Context, sessionID string) (int64, error) {
 	var seq sql.NullInt64
-	if err := s.r.QueryRowContext(ctx, `SELECT MAX(seq) FROM events WHERE session_id = ?`, sessionID).Scan(&seq); err != nil {
+	if err := s.queryRow(ctx, `SELECT MAX(seq) FROM events WHERE session_id = ?`, sessionID).Scan(&seq); err != nil {
 		return 0, wrap("last seq", err)
 	}
 	return seq.Int64, nil
 }
 
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
+type queryFunc func(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 
-func queryEvents(ctx context.Context, q querier, query string, args ...any) ([]Event, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
+func queryEvents(ctx context.Context, q queryFunc, query string, args ...any) ([]Event, error) {
+	rows, err := q(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -65,7 +65,7 @@ func nullBytes(b []byte) any {
 // CreateSession inserts s and its first event (session.created) in one
 // transaction. created.Seq must be 1.
 func (s *Store) CreateSession(ctx context.Context, sess Session, created Event) error {
-	return s.inTx(ctx, "create session", func(tx *sql.Tx) error {
+	return s.inTx(ctx, "create session", func(tx wtx) error {
 		if err := insertSession(ctx, tx, sess); err != nil {
 			return err
 		}
@@ -73,10 +73,8 @@ func (s *Store) CreateSession(ctx context.Context, sess Session, created Event) 
 	})
 }
 
-func insertSession(ctx context.Context, tx *sql.Tx, sess Session) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO sessions
-		(id, owner_key, caller_kind, caller_uid, cwd, title, tool_scope, mode, model_id, forked_from, state, created_at, updated_at)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+func insertSession(ctx context.Context, tx wtx, sess Session) error {
+	_, err := tx.ExecContext(ctx, insertSessionSQL,
 		sess.ID, sess.OwnerKey, sess.CallerKind, sess.CallerUID, sess.Cwd, sess.Title,
 		nullBytes(sess.ToolScope), sess.Mode, sess.ModelID, nullString(sess.ForkedFrom), sess.State,
 		ms(sess.CreatedAt), ms(sess.UpdatedAt))
@@ -85,6 +83,8 @@ func insertSession(ctx context.Context, tx *sql.Tx, sess Session) error {
 
 const sessionCols = `id, owner_key, caller_kind, caller_uid, cwd, title, tool_scope, mode, model_id,
 	forked_from, state, created_at, updated_at`
+
+const insertSessionSQL = `INSERT INTO sessions (` + sessionCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
 func scanSession(row interface{ Scan(...any) error }) (Session, error) {
 	var (
@@ -109,7 +109,7 @@ func scanSession(row interface{ Scan(...any) error }) (Session, error) {
 
 // Session returns the session id, or ErrNotFound.
 func (s *Store) Session(ctx context.Context, id string) (Session, error) {
-	sess, err := scanSession(s.r.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
+	sess, err := scanSession(s.queryRow(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, ErrNotFound
 	}
@@ -153,7 +153,7 @@ func (s *Store) ListSessions(ctx context.Context, q ListQuery) ([]Session, error
 	}
 	query += " ORDER BY updated_at DESC, id DESC LIMIT ?"
 	args = append(args, limit)
-	rows, err := s.r.QueryContext(ctx, query, args...)
+	rows, err := s.query(ctx, query, args...)
 	if err != nil {
 		return nil, wrap("list sessions", err)
 	}
@@ -203,7 +203,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, c SessionChange) e
 		return nil
 	}
 	args = append(args, id)
-	return s.inTx(ctx, "update session", func(tx *sql.Tx) error {
+	return s.inTx(ctx, "update session", func(tx wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET `+strings.Join(sets, ", ")+` WHERE id = ?`, args...)
 		if err != nil {
 			return err
@@ -217,7 +217,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, c SessionChange) e
 
 // DeleteSession removes the session with its tasks, tool calls and events.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
-	return s.inTx(ctx, "delete session", func(tx *sql.Tx) error {
+	return s.inTx(ctx, "delete session", func(tx wtx) error {
 		// Children first: the cascade would do it, but explicit deletes keep
 		// the work visible and independent of the foreign_keys pragma.
 		for _, q := range []string{
@@ -260,7 +260,7 @@ type ForkSpec struct {
 // It returns the number of tasks copied.
 func (s *Store) Fork(ctx context.Context, spec ForkSpec) (int, error) {
 	copied := 0
-	err := s.inTx(ctx, "fork session", func(tx *sql.Tx) error {
+	err := s.inTx(ctx, "fork session", func(tx wtx) error {
 		if err := insertSession(ctx, tx, spec.Session); err != nil {
 			return err
 		}
@@ -292,7 +292,7 @@ func (s *Store) Fork(ctx context.Context, spec ForkSpec) (int, error) {
 		}
 		seq := spec.Created.Seq
 		for _, t := range tasks {
-			evs, err := queryEvents(ctx, tx, `SELECT session_id, seq, task_id, type, body, at FROM events
+			evs, err := queryEvents(ctx, tx.QueryContext, `SELECT session_id, seq, task_id, type, body, at FROM events
 				WHERE session_id = ? AND task_id = ? ORDER BY seq`, spec.Source, t.ID)
 			if err != nil {
 				return err

@@ -18,6 +18,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/agentoslab/agentlab/runtime/sqlitedb"
 )
@@ -34,7 +36,94 @@ type Store struct {
 	w *sql.DB // one connection: every write
 	r *sql.DB // pool: reads
 
-	appendStmt *sql.Stmt // hot path of the event log, on w
+	// Prepared statements by query text, per database. Queries are a small
+	// fixed set; preparing once keeps SQL parsing off the hot path.
+	wStmts, rStmts stmtCache
+
+	// The checkpointer copies the WAL into the database in the background,
+	// so the fsyncs of a checkpoint never land on a write the engine waits for.
+	stopCheckpoints chan struct{}
+	checkpointsDone chan struct{}
+}
+
+// checkpointEvery is how often the background checkpointer runs.
+const checkpointEvery = time.Second
+
+type stmtCache struct {
+	mu sync.Mutex // guards m
+	m  map[string]*sql.Stmt
+}
+
+func (c *stmtCache) get(ctx context.Context, db *sql.DB, query string) (*sql.Stmt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.m[query]; ok {
+		return st, nil
+	}
+	st, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if c.m == nil {
+		c.m = map[string]*sql.Stmt{}
+	}
+	c.m[query] = st
+	return st, nil
+}
+
+// lookup returns an already prepared statement, or nil.
+func (c *stmtCache) lookup(query string) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[query]
+}
+
+func (c *stmtCache) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for _, st := range c.m {
+		errs = append(errs, st.Close())
+	}
+	c.m = nil
+	return errors.Join(errs...)
+}
+
+// query runs a read through a prepared statement.
+func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := s.rStmts.get(ctx, s.r, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// queryRow is query for one row.
+func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := s.rStmts.get(ctx, s.r, query)
+	if err != nil {
+		// Let Scan report the error: run the query unprepared.
+		return s.r.QueryRowContext(ctx, query, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// wtx is a write transaction that runs its statements prepared.
+type wtx struct {
+	*sql.Tx
+	s *Store
+}
+
+// hotWrites are the statements of the event log and task moves.
+var hotWrites = []string{insertEventSQL, insertToolCallSQL, markDispatchedSQL, markSettledSQL, insertTaskSQL,
+	touchTitleSQL, transitionStartedSQL, transitionEndedSQL, touchSessionSQL, insertSessionSQL}
+
+// ExecContext runs a prepared hot statement, or query as is.
+func (t wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := t.s.wStmts.lookup(query); st != nil {
+		return t.Tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return t.Tx.ExecContext(ctx, query, args...)
 }
 
 // maxReaders bounds the read pool; replays and lists are short.
@@ -49,6 +138,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
+	// Checkpoints run in the background instead (see checkpoints); if the
+	// writer connection is ever replaced, SQLite's automatic checkpoint
+	// comes back on that connection, which is slower but still correct.
+	if _, err := w.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0"); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
 	r, err := sqlitedb.Open(ctx, path, migrations)
 	if err != nil {
 		w.Close()
@@ -57,21 +153,43 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	r.SetMaxOpenConns(maxReaders)
 	r.SetMaxIdleConns(2)
 	s := &Store{w: w, r: r}
-	s.appendStmt, err = w.PrepareContext(ctx, insertEventSQL)
-	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("store: prepare: %w", err)
+	// Writes are prepared here, before any transaction holds the single
+	// writer connection (preparing inside one would wait for itself).
+	for _, q := range hotWrites {
+		if _, err := s.wStmts.get(ctx, w, q); err != nil {
+			s.r.Close()
+			s.w.Close()
+			return nil, fmt.Errorf("store: prepare: %w", err)
+		}
 	}
+	s.stopCheckpoints, s.checkpointsDone = make(chan struct{}), make(chan struct{})
+	go s.checkpoints()
 	return s, nil
 }
 
-// Close closes the database. Pending writes have already committed.
-func (s *Store) Close() error {
-	var errs []error
-	if s.appendStmt != nil {
-		errs = append(errs, s.appendStmt.Close())
+// checkpoints runs a passive checkpoint every checkpointEvery until Close.
+func (s *Store) checkpoints() {
+	defer close(s.checkpointsDone)
+	t := time.NewTicker(checkpointEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopCheckpoints:
+			return
+		case <-t.C:
+			// Errors (busy) are harmless: the next tick tries again.
+			s.r.Exec("PRAGMA wal_checkpoint(PASSIVE)")
+		}
 	}
-	errs = append(errs, s.r.Close(), s.w.Close())
+}
+
+// Close stops the checkpointer, checkpoints once more and closes the
+// database. Writes have already committed when their methods returned.
+func (s *Store) Close() error {
+	close(s.stopCheckpoints)
+	<-s.checkpointsDone
+	s.r.Exec("PRAGMA wal_checkpoint(PASSIVE)")
+	errs := []error{s.rStmts.close(), s.wStmts.close(), s.r.Close(), s.w.Close()}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("store: close: %w", err)
 	}
@@ -79,11 +197,12 @@ func (s *Store) Close() error {
 }
 
 // inTx runs fn in one write transaction and commits it.
-func (s *Store) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+func (s *Store) inTx(ctx context.Context, op string, fn func(tx wtx) error) error {
+	sqlTx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
+	tx := wtx{sqlTx, s}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
 		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -45,6 +46,22 @@ type Task struct {
 const taskCols = `id, session_id, owner_key, caller_uid, state, content, stop_reason, error, first_seq,
 	created_at, started_at, ended_at`
 
+const (
+	insertTaskSQL = `INSERT INTO tasks (` + taskCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`
+	touchTitleSQL = `UPDATE sessions SET updated_at = ?,
+		title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?`
+	transitionSQL = `UPDATE tasks SET state = ?, %s = ?,
+		stop_reason = CASE WHEN ? = '' THEN stop_reason ELSE ? END,
+		error = COALESCE(?, error)
+		WHERE id = ? AND state = ?`
+	touchSessionSQL = `UPDATE sessions SET updated_at = ? WHERE id = ?`
+)
+
+var (
+	transitionStartedSQL = fmt.Sprintf(transitionSQL, "started_at")
+	transitionEndedSQL   = fmt.Sprintf(transitionSQL, "ended_at")
+)
+
 func scanTask(row interface{ Scan(...any) error }) (Task, error) {
 	var (
 		t              Task
@@ -68,12 +85,12 @@ func scanTask(row interface{ Scan(...any) error }) (Task, error) {
 	return t, nil
 }
 
-func insertTask(ctx context.Context, tx *sql.Tx, t Task) error {
+func insertTask(ctx context.Context, tx wtx, t Task) error {
 	var errInfo any
 	if t.Error != nil {
 		errInfo = string(t.Error)
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO tasks (`+taskCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := tx.ExecContext(ctx, insertTaskSQL,
 		t.ID, t.SessionID, t.OwnerKey, t.CallerUID, string(t.State), string(t.Content), t.StopReason, errInfo,
 		t.FirstSeq, ms(t.CreatedAt), nullMS(t.StartedAt), nullMS(t.EndedAt))
 	return err
@@ -90,16 +107,14 @@ type NewTask struct {
 
 // CreateTask inserts a queued task with its first event in one transaction.
 func (s *Store) CreateTask(ctx context.Context, n NewTask) error {
-	return s.inTx(ctx, "create task", func(tx *sql.Tx) error {
+	return s.inTx(ctx, "create task", func(tx wtx) error {
 		if err := insertTask(ctx, tx, n.Task); err != nil {
 			return err
 		}
 		if err := insertEvent(ctx, tx, n.Queued); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ?,
-			title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?`,
-			ms(n.Task.CreatedAt), n.Title, n.Task.SessionID)
+		res, err := tx.ExecContext(ctx, touchTitleSQL, ms(n.Task.CreatedAt), n.Title, n.Task.SessionID)
 		if err != nil {
 			return err
 		}
@@ -128,19 +143,16 @@ type Transition struct {
 // transaction, and marks the session active at tr.At. It returns
 // ErrConflict when the task is not in tr.From.
 func (s *Store) TransitionTask(ctx context.Context, tr Transition, ev *Event) error {
-	return s.inTx(ctx, "transition task", func(tx *sql.Tx) error {
+	return s.inTx(ctx, "transition task", func(tx wtx) error {
 		var errInfo any
 		if tr.Error != nil {
 			errInfo = string(tr.Error)
 		}
-		col := "ended_at"
+		q := transitionEndedSQL
 		if tr.Started {
-			col = "started_at"
+			q = transitionStartedSQL
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE tasks SET state = ?, `+col+` = ?,
-			stop_reason = CASE WHEN ? = '' THEN stop_reason ELSE ? END,
-			error = COALESCE(?, error)
-			WHERE id = ? AND state = ?`,
+		res, err := tx.ExecContext(ctx, q,
 			string(tr.To), ms(tr.At), tr.StopReason, tr.StopReason, errInfo, tr.TaskID, string(tr.From))
 		if err != nil {
 			return err
@@ -152,8 +164,7 @@ func (s *Store) TransitionTask(ctx context.Context, tr Transition, ev *Event) er
 			if err := insertEvent(ctx, tx, *ev); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`,
-				ms(tr.At), ev.SessionID); err != nil {
+			if _, err := tx.ExecContext(ctx, touchSessionSQL, ms(tr.At), ev.SessionID); err != nil {
 				return err
 			}
 		}
@@ -163,7 +174,7 @@ func (s *Store) TransitionTask(ctx context.Context, tr Transition, ev *Event) er
 
 // Task returns task id, or ErrNotFound.
 func (s *Store) Task(ctx context.Context, id string) (Task, error) {
-	t, err := scanTask(s.r.QueryRowContext(ctx, `SELECT `+taskCols+` FROM tasks WHERE id = ?`, id))
+	t, err := scanTask(s.queryRow(ctx, `SELECT `+taskCols+` FROM tasks WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Task{}, ErrNotFound
 	}
@@ -196,7 +207,7 @@ func (s *Store) Tasks(ctx context.Context, q TaskQuery) ([]Task, error) {
 		}
 	}
 	query += " ORDER BY created_at, id"
-	rows, err := s.r.QueryContext(ctx, query, args...)
+	rows, err := s.query(ctx, query, args...)
 	if err != nil {
 		return nil, wrap("tasks", err)
 	}
@@ -220,7 +231,7 @@ func (s *Store) Tasks(ctx context.Context, q TaskQuery) ([]Task, error) {
 // or 1 when the session has fewer tasks.
 func (s *Store) ReplayStart(ctx context.Context, sessionID string, turns int) (int64, error) {
 	var seq sql.NullInt64
-	err := s.r.QueryRowContext(ctx, `SELECT MIN(first_seq) FROM (SELECT first_seq FROM tasks
+	err := s.queryRow(ctx, `SELECT MIN(first_seq) FROM (SELECT first_seq FROM tasks
 		WHERE session_id = ? ORDER BY first_seq DESC LIMIT ?)`, sessionID, turns).Scan(&seq)
 	if err != nil {
 		return 0, wrap("replay start", err)
@@ -243,7 +254,7 @@ type ToolCall struct {
 
 // ToolCalls returns the tool calls of a task in id order.
 func (s *Store) ToolCalls(ctx context.Context, taskID string) ([]ToolCall, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT task_id, id, name, dispatched_at, settled_at, outcome
+	rows, err := s.query(ctx, `SELECT task_id, id, name, dispatched_at, settled_at, outcome
 		FROM tool_calls WHERE task_id = ? ORDER BY id`, taskID)
 	if err != nil {
 		return nil, wrap("tool calls", err)

@@ -57,11 +57,12 @@ func Call(id, name string, args any) model.ToolCall {
 // request. Safe for concurrent use.
 type Model struct {
 	Default Reply
+	// Forget, when set, keeps no requests (long benchmarks).
+	Forget bool
 
 	mu       sync.Mutex
 	replies  []Reply
 	requests []model.Request
-	streams  int
 }
 
 var _ model.Provider = (*Model)(nil)
@@ -85,7 +86,9 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) (model.Stream, e
 	m.mu.Lock()
 	cp := *req
 	cp.Messages = append([]model.Message(nil), req.Messages...)
-	m.requests = append(m.requests, cp)
+	if !m.Forget {
+		m.requests = append(m.requests, cp)
+	}
 	var r Reply
 	if len(m.replies) > 0 {
 		r, m.replies = m.replies[0], m.replies[1:]
@@ -95,7 +98,6 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) (model.Stream, e
 			r = Text("ok")
 		}
 	}
-	m.streams++
 	m.mu.Unlock()
 	if r.Err != nil {
 		return nil, r.Err

@@ -1,0 +1,88 @@
+// Command agentosd is the AgentOS runtime: one binary for the runtime
+// (serve), editors and tests (stdio), the root supervisor (supervise), the
+// owner's control commands (ctl) and version. main only wires: each
+// subcommand is one file calling into its package.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/agentoslab/agentlab/runtime/engine"
+)
+
+// version is stamped at build time (-X main.version=...).
+var version = "dev"
+
+// testTools, when set by a test build (tag agentosd_testtools), is the
+// tool layer of serve and stdio.
+var testTools engine.Tools
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	err := Run(ctx, os.Args[1:])
+	stop()
+	var ee exitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		os.Exit(int(ee))
+	default:
+		fmt.Fprintf(os.Stderr, "agentosd: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// exitError carries a subcommand's exit code.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit code %d", int(e)) }
+
+// commands are the subcommands, by name.
+var commands = map[string]func(ctx context.Context, args []string) error{
+	"ctl":       ctlCmd,
+	"serve":     serveCmd,
+	"stdio":     stdioCmd,
+	"supervise": superviseCmd,
+	"version":   printVersion,
+}
+
+// Run runs one subcommand.
+func Run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		usage(os.Stderr)
+		return exitError(2)
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "agentosd: unknown command %q\n", args[0])
+		usage(os.Stderr)
+		return exitError(2)
+	}
+	return cmd(ctx, args[1:])
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, `usage: agentosd <command> [flags]
+
+  serve      run the runtime: ACP on the desktop socket (--data DIR [--socket-prefix P])
+  stdio      ACP on stdin/stdout as the desktop caller (--data DIR)
+  supervise  the root supervisor that starts and guards serve
+  ctl        the owner's control commands (agentosd ctl --help)
+  version    print the version`)
+}
+
+// logger writes text logs to stderr; it never sees prompts or keys.
+func logger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}

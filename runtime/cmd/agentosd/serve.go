@@ -1,0 +1,37 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+
+	"github.com/agentoslab/agentlab/runtime/daemon"
+	"github.com/agentoslab/agentlab/runtime/supervise"
+	"github.com/agentoslab/agentlab/runtime/transport"
+)
+
+// serveCmd runs the runtime until SIGTERM.
+func serveCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	data := fs.String("data", "", "data directory (required)")
+	prefix := fs.String("socket-prefix", "", "socket-name prefix, so several runtimes share a host")
+	keyFile := fs.String("model-key-file", "", "file holding the model key (mode 0600)")
+	ownUID := fs.Bool("allow-own-uid", false, "also admit the runtime's own uid on the ACP socket (tests)")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return exitError(2)
+	}
+	if *data == "" {
+		fs.Usage()
+		return exitError(2)
+	}
+	log, err := logger(*level)
+	if err != nil {
+		return err
+	}
+	env := supervise.FromEnv(os.Getenv)
+	return daemon.Serve(ctx, &daemon.Options{
+		Data: *data, Version: version, Names: transport.Names{Prefix: *prefix}, ModelKeyFile: *keyFile,
+		Tools: testTools, AllowOwnUID: *ownUID, SafeMode: env.SafeMode, Logger: log,
+	}, nil)
+}

@@ -1,0 +1,130 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+
+	"github.com/agentoslab/agentlab/runtime/engine"
+	"github.com/agentoslab/agentlab/runtime/errcode"
+	"github.com/agentoslab/agentlab/runtime/transport"
+)
+
+// Peer uids admitted on the desktop ACP socket (spec §4.7).
+const (
+	uidRoot  = 0
+	uidShell = 2000
+)
+
+// maxACPConns bounds connections on the ACP socket (spec §4.7: 8).
+const maxACPConns = 8
+
+// Gate admits a connection on the ACP socket before any byte of ACP: it
+// returns the caller and the stream ACP runs on, or an error, after which
+// the connection is closed. It owns conn on success (the stream wraps it).
+// Desktop pairing is a Gate that reads the pairing line first.
+type Gate func(ctx context.Context, conn *transport.Conn) (engine.Caller, *transport.RPCStream, error)
+
+// errNotAdmitted is a peer the gate refuses; it is closed unread.
+var errNotAdmitted = errors.New("daemon: peer not admitted")
+
+// UIDGate admits peers whose uid is root or shell, and also the runtime's
+// own uid when ownUID is set, as caller DESKTOP; the connection then
+// carries ACP at once.
+func UIDGate(ownUID bool) Gate {
+	self := os.Getuid()
+	return func(_ context.Context, conn *transport.Conn) (engine.Caller, *transport.RPCStream, error) {
+		uid := conn.Cred().UID
+		if uid != uidRoot && uid != uidShell && !(ownUID && uid == self) {
+			return engine.Caller{}, nil, errNotAdmitted
+		}
+		return engine.Caller{Kind: engine.CallerDesktop, UID: uid, Label: "desktop"}, transport.NewRPCStream(conn, nil), nil
+	}
+}
+
+// busyLine is what a connection over the limit gets before it is closed.
+func busyLine() []byte {
+	w := errcode.New(errcode.Busy, "too many desktop connections").Wire()
+	b := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%q,"data":{"agentosCode":%q,"retryable":true}}}`+"\n",
+		w.Code, w.Message, w.Data.AgentosCode)
+	return b
+}
+
+// Serve runs `agentosd serve` until ctx ends: it opens the runtime,
+// listens on the desktop ACP socket, serves each admitted connection with
+// the one shared agent, and on ctx's end stops accepting, closes the
+// connections (tasks go on until the engine stops them) and closes the
+// runtime. ready, when not nil, is called once the socket listens.
+func Serve(ctx context.Context, opts *Options, ready func(name string)) error {
+	r, err := Open(ctx, opts)
+	if err != nil {
+		return err
+	}
+	gate := r.opts.Gate
+	if gate == nil {
+		gate = UIDGate(r.opts.AllowOwnUID)
+	}
+	ln, err := transport.Listen(r.opts.Names.ACP())
+	if err != nil {
+		r.Close(ctx)
+		return fmt.Errorf("daemon: listen: %w", err)
+	}
+	r.log.Info("listening", "socket", ln.Name())
+	if ready != nil {
+		ready(ln.Name())
+	}
+	connCtx, stopConns := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, maxACPConns)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				if !errors.Is(err, net.ErrClosed) {
+					r.log.Warn("accept failed", "err", err)
+				}
+				return
+			}
+			select {
+			case slots <- struct{}{}:
+			default:
+				conn.Write(busyLine())
+				conn.Close()
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				r.serveConn(connCtx, gate, conn)
+			}()
+		}
+	}()
+	<-ctx.Done()
+	r.log.Info("stopping")
+	ln.Close()
+	stopConns()
+	wg.Wait()
+	return r.Close(ctx)
+}
+
+func (r *Runtime) serveConn(ctx context.Context, gate Gate, conn *transport.Conn) {
+	caller, stream, err := gate(ctx, conn)
+	if err != nil {
+		r.log.Info("connection refused", "uid", conn.Cred().UID)
+		conn.Close()
+		return
+	}
+	r.log.Info("connection opened", "uid", caller.UID)
+	r.Agent.Serve(ctx, caller, stream)
+	if err := stream.Err(); err != nil {
+		r.log.Info("connection closed", "uid", caller.UID, "err", err)
+		return
+	}
+	r.log.Info("connection closed", "uid", caller.UID)
+}
