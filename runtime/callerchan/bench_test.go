@@ -16,7 +16,7 @@ import (
 
 // benchRuntime is a runtime where this process (uid 0 when run as root,
 // or whatever uid the test runs as) is an allowed app with no hourly cap.
-func benchRuntime(b *testing.B) (*runtimeEnv, callers.App) {
+func benchRuntime(b testing.TB) (*runtimeEnv, callers.App) {
 	rt := newRuntime(b, callers.Config{})
 	rt.quota.SetConfig(quota.Config{MaxPerHour: 1 << 30})
 	a := callers.App{UID: os.Getuid(), Package: "org.example.bench", Label: "Bench", SigningDigest: digestOf(0x42)}
