@@ -39,6 +39,17 @@ type Options struct {
 	Gate Gate
 	// SafeMode refuses new prompts (safe_mode) from the start.
 	SafeMode bool
+	// Admission, when set, replaces the engine's default prompt check
+	// (the caller quotas, runtime/access).
+	Admission engine.Admission
+	// Models, when set, replaces the model configuration read from Data
+	// (a store the owner changes at run time, runtime/access).
+	Models engine.ModelSource
+	// Attach, when set, starts what serve runs beside the ACP agent once
+	// the runtime is open (caller channel, desktop pairing, admin API);
+	// its stop runs before the runtime closes. When it reports ownsACP,
+	// serve does not listen on the ACP socket itself.
+	Attach func(ctx context.Context, r *Runtime) (stop func(), ownsACP bool, err error)
 	// HeartbeatEvery is the heartbeat interval; zero means 5 s.
 	HeartbeatEvery time.Duration
 	// ShutdownWait bounds a graceful stop; zero means 12 s.
@@ -99,10 +110,13 @@ func Open(ctx context.Context, opts *Options) (*Runtime, error) {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	r.Store = st
-	r.Models = loadModels(o.Data, o.ModelKeyFile, o.LookupEnv, o.Logger)
+	r.Models = o.Models
+	if r.Models == nil {
+		r.Models = loadModels(o.Data, o.ModelKeyFile, o.LookupEnv, o.Logger)
+	}
 	r.beat.set(stateRecovering, 0)
 	r.Engine, err = engine.New(ctx, &engine.Options{
-		Store: st, Tools: o.Tools, Models: r.Models, Logger: o.Logger, Notify: r.beat.poke,
+		Store: st, Tools: o.Tools, Models: r.Models, Admission: o.Admission, Logger: o.Logger, Notify: r.beat.poke,
 	})
 	if err != nil {
 		st.Close()

@@ -63,6 +63,26 @@ func Serve(ctx context.Context, opts *Options, ready func(name string)) error {
 	if err != nil {
 		return err
 	}
+	stopAttached, ownsACP := func() {}, false
+	if r.opts.Attach != nil {
+		stop, owns, err := r.opts.Attach(ctx, r)
+		if err != nil {
+			r.Close(ctx)
+			return fmt.Errorf("daemon: %w", err)
+		}
+		stopAttached, ownsACP = stop, owns
+	}
+	if ownsACP {
+		// Desktop pairing listens on the ACP socket (only while desktop
+		// access is on); the caller channel is what always listens.
+		if ready != nil {
+			ready(r.opts.Names.Caller())
+		}
+		<-ctx.Done()
+		r.log.Info("stopping")
+		stopAttached()
+		return r.Close(ctx)
+	}
 	gate := r.opts.Gate
 	if gate == nil {
 		gate = UIDGate(r.opts.AllowOwnUID)
@@ -110,6 +130,7 @@ func Serve(ctx context.Context, opts *Options, ready func(name string)) error {
 	ln.Close()
 	stopConns()
 	wg.Wait()
+	stopAttached()
 	return r.Close(ctx)
 }
 

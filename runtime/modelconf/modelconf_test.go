@@ -169,3 +169,16 @@ func TestFallbackKey(t *testing.T) {
 		t.Fatal("show")
 	}
 }
+
+func TestBrokenConfigRunsWithoutModel(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, modelconf.ConfigFile), []byte(`{"provider":"openai","x":1}`), 0o600)
+	s, err := modelconf.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := s.Current(); ok || s.Show().Problem == "" {
+		t.Fatalf("broken config: %+v", s.Show())
+	}
+}

@@ -47,6 +47,7 @@ type Store struct {
 	set      bool // a configuration exists
 	provider model.Provider
 	openErr  error
+	loadErr  string // why model.json was not used
 }
 
 var _ engine.ModelSource = (*Store)(nil)
@@ -67,17 +68,27 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		return s, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("modelconf: %w", err)
+	var cfg model.Config
+	if err == nil {
+		if len(data) > maxConfigBytes {
+			err = fmt.Errorf("over %d bytes", maxConfigBytes)
+		} else {
+			cfg, err = parseConfig(data)
+		}
 	}
-	cfg, err := parseConfig(data)
 	if err != nil {
-		return nil, fmt.Errorf("modelconf: %s: %w", ConfigFile, err)
+		// The runtime runs without a model until the owner sets one.
+		s.loadErr = fmt.Sprintf("%s unusable", ConfigFile)
+		s.log.Warn("modelconf: "+s.loadErr+"; running without a model", "err", err)
+		return s, nil
 	}
 	cfg.Key = s.storedKey()
 	s.apply(cfg)
 	return s, nil
 }
+
+// maxConfigBytes bounds model.json.
+const maxConfigBytes = 64 << 10
 
 func parseConfig(data []byte) (model.Config, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -110,7 +121,7 @@ func (s *Store) apply(cfg model.Config) {
 	p, err := providers.Open(cfg, s.opts)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cfg, s.set, s.provider, s.openErr = cfg, true, p, err
+	s.cfg, s.set, s.provider, s.openErr, s.loadErr = cfg, true, p, err, ""
 	if err != nil {
 		s.log.Info("modelconf: model not usable", "provider", cfg.Provider, "code", string(errcode.CodeOf(err)))
 	}
@@ -145,7 +156,7 @@ func (s *Store) Show() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.set {
-		return Info{}
+		return Info{Problem: s.loadErr}
 	}
 	in := Info{Configured: true, Provider: s.cfg.Provider, BaseURL: s.cfg.BaseURL, Model: s.cfg.Model,
 		Choices: slices.Clone(s.cfg.Choices), Script: s.cfg.Script, KeySet: s.cfg.Key != "", Usable: s.provider != nil}
@@ -215,7 +226,7 @@ func (s *Store) Clear() error {
 		}
 	}
 	s.mu.Lock()
-	s.cfg, s.set, s.provider, s.openErr = model.Config{}, false, nil, nil
+	s.cfg, s.set, s.provider, s.openErr, s.loadErr = model.Config{}, false, nil, nil, ""
 	// A cleared key stays cleared, whatever the runtime started with.
 	s.fallback = ""
 	s.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 
+	"github.com/agentoslab/agentlab/runtime/access"
 	"github.com/agentoslab/agentlab/runtime/daemon"
 	"github.com/agentoslab/agentlab/runtime/supervise"
 	"github.com/agentoslab/agentlab/runtime/transport"
@@ -30,8 +31,14 @@ func serveCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	env := supervise.FromEnv(os.Getenv)
-	return daemon.Serve(ctx, &daemon.Options{
+	opts := &daemon.Options{
 		Data: *data, Version: version, Names: transport.Names{Prefix: *prefix}, ModelKeyFile: *keyFile,
 		Tools: testTools, AllowOwnUID: *ownUID, SafeMode: env.SafeMode, Logger: log,
-	}, nil)
+	}
+	// Quotas, the owner's model settings, the admin API, the caller
+	// channel and desktop pairing.
+	if err := access.Configure(opts, access.Options{Root: env.Root}); err != nil {
+		return err
+	}
+	return daemon.Serve(ctx, opts, nil)
 }
