@@ -31,6 +31,8 @@ const (
 	runFile   = "run.json"
 	initLog   = "init.log"
 	bootLimit = 60 * time.Second
+	// maxInitLog bounds init.log across boots.
+	maxInitLog = 1 << 20
 )
 
 // Init must be the first call in main() of any binary that starts
@@ -302,7 +304,13 @@ func (d *Device) startInit() (*exec.Cmd, *os.File, error) {
 		return nil, nil, err
 	}
 	defer readyW.Close()
-	logf, err := os.OpenFile(filepath.Join(d.root, initLog), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	// The log spans boots (a reboot's story is in the boot before it),
+	// bounded by starting over once it is large.
+	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	if st, err := os.Stat(filepath.Join(d.root, initLog)); err == nil && st.Size() > maxInitLog {
+		flags |= os.O_TRUNC
+	}
+	logf, err := os.OpenFile(filepath.Join(d.root, initLog), flags, 0o644)
 	if err != nil {
 		readyR.Close()
 		return nil, nil, err

@@ -472,9 +472,17 @@ func (t *tool) vdevtool(args []string) int {
 			return t.errorf("vdevtool: %v", err)
 		}
 		defer c.Close()
+		// A signal (timeout, Ctrl-C) ends the copy.
+		go func() {
+			<-t.ctx.Done()
+			c.Close()
+		}()
 		go io.Copy(c, os.Stdin)
-		if _, err := io.Copy(t.stdout, c); err != nil {
+		if _, err := io.Copy(t.stdout, c); err != nil && t.ctx.Err() == nil {
 			return t.errorf("vdevtool: %v", err)
+		}
+		if t.ctx.Err() != nil {
+			return 128 + int(syscall.SIGTERM)
 		}
 		return 0
 	}
