@@ -104,13 +104,19 @@ func waitState(t *testing.T, p *pool.Pool, serial string, want pool.State, d tim
 // quarantines it with the ladder's reasons, reconnects the dropped one,
 // and the other leases and devices are untouched.
 func TestFourVirtualDevices(t *testing.T) {
+	if raceEnabled {
+		// Every in-device tool is this race-instrumented binary: probes
+		// take seconds and the outcome depends on the machine's load. The
+		// pool's logic is race-tested by the unit tests.
+		t.Skip("timing-bound end-to-end test; run it without -race")
+	}
 	t.Parallel()
 	l := newLab(t, 2, 2)
 	p, err := pool.New(&pool.Options{
 		Sources:         l.sources(),
 		MonitorInterval: 200 * time.Millisecond,
-		Health:          pool.Health{ShellTimeout: slow * 3 * time.Second},
-		Recovery:        pool.Recovery{StepTimeout: slow * 3 * time.Second, RebootTimeout: slow * 5 * time.Second},
+		Health:          pool.Health{ShellTimeout: 3 * time.Second},
+		Recovery:        pool.Recovery{StepTimeout: 3 * time.Second, RebootTimeout: 5 * time.Second},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +124,7 @@ func TestFourVirtualDevices(t *testing.T) {
 	defer p.Close()
 	events, cancelEvents := p.Subscribe(1024)
 	defer cancelEvents()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := p.Refresh(ctx); err != nil {
 		t.Fatal(err)
@@ -157,16 +163,16 @@ func TestFourVirtualDevices(t *testing.T) {
 
 	select {
 	case <-leases[victim].Lost():
-	case <-time.After(slow * 30 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the pool did not take away the dead device's lease")
 	}
-	q := waitState(t, p, victim, pool.StateQuarantined, slow*time.Minute)
+	q := waitState(t, p, victim, pool.StateQuarantined, time.Minute)
 	for _, rung := range []string{"reread:", "reconnect:", "connect:", "reboot:"} {
 		if !strings.Contains(q.Reason, rung) {
 			t.Errorf("quarantine reason lacks %q: %s", rung, q.Reason)
 		}
 	}
-	r := waitState(t, p, dropped, pool.StateAvailable, slow*time.Minute)
+	r := waitState(t, p, dropped, pool.StateAvailable, time.Minute)
 	if !strings.HasPrefix(r.Reason, "recovered by connect") {
 		t.Errorf("dropped device back with reason %q, want recovered by connect", r.Reason)
 	}

@@ -2,5 +2,5 @@
 
 package pool_test
 
-// slow scales the integration tests' timeouts (see race_on_test.go).
-const slow = 1
+// raceEnabled: built with -race (see TestFourVirtualDevices).
+const raceEnabled = false

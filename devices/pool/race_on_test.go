@@ -2,6 +2,5 @@
 
 package pool_test
 
-// slow scales the integration tests' timeouts: under the race detector
-// every in-device tool is this instrumented binary, several times slower.
-const slow = 4
+// raceEnabled: built with -race (see TestFourVirtualDevices).
+const raceEnabled = true
