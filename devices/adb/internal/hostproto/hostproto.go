@@ -236,15 +236,15 @@ func (c *Client) Connect(ctx context.Context, addr string) (string, error) {
 		return "", err
 	}
 	s = strings.TrimSpace(s)
-	if !ConnectSucceeded(s) {
+	if !connectSucceeded(s) {
 		return s, &FailError{Stage: StageHost, Request: "host:connect:" + addr, Message: s}
 	}
 	return s, nil
 }
 
-// ConnectSucceeded reports whether a host:connect reply text means the
+// connectSucceeded reports whether a host:connect reply text means the
 // device is connected.
-func ConnectSucceeded(text string) bool {
+func connectSucceeded(text string) bool {
 	return strings.HasPrefix(text, "connected to ") || strings.HasPrefix(text, "already connected to ")
 }
 

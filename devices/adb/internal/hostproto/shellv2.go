@@ -8,14 +8,13 @@ import (
 	"io"
 )
 
-// Shell v2 packet ids (lab-reference B.6).
+// Shell v2 packet ids this client uses (lab-reference B.6; 0 is stdin
+// and 5 a window-size change, neither sent here).
 const (
-	idStdin      = 0
 	idStdout     = 1
 	idStderr     = 2
 	idExit       = 3
 	idCloseStdin = 4
-	idWindowSize = 5
 )
 
 // MaxShellPacket bounds one shell v2 packet's data. adbd never sends more
@@ -78,7 +77,7 @@ func DemuxShellV2(r io.Reader, stdout, stderr io.Writer) (int, error) {
 	}
 }
 
-// ShellPacket frames one shell v2 packet (used for stdin and by fakes).
+// ShellPacket frames one shell v2 packet.
 func ShellPacket(id byte, data []byte) []byte {
 	p := make([]byte, 5+len(data))
 	p[0] = id
@@ -86,13 +85,6 @@ func ShellPacket(id byte, data []byte) []byte {
 	copy(p[5:], data)
 	return p
 }
-
-// Packet ids exported for fakes of a shell v2 device.
-const (
-	PacketStdout = idStdout
-	PacketStderr = idStderr
-	PacketExit   = idExit
-)
 
 // ShellV2 runs cmd with "shell,v2,raw:" on the device, closes its stdin at
 // once, and demultiplexes stdout and stderr into the writers. It returns
