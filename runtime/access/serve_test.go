@@ -136,7 +136,7 @@ func TestServeWithAccess(t *testing.T) {
 	bin, _ := os.ReadFile(self)
 	key, _ := apps.GenerateKey()
 	src := fstest.MapFS{
-		"app.json": {Data: []byte(`{"package":"org.example.e2e","label":"E2E","versionCode":1,"binary":"app","caller":true}`)},
+		"app.json":                             {Data: []byte(`{"package":"org.example.e2e","label":"E2E","versionCode":1,"binary":"app","caller":true}`)},
 		apps.BinaryPath(apps.HostABI(), "app"): {Data: bin, Mode: 0o755},
 	}
 	bundle := filepath.Join(root, "app.agentapp")
