@@ -139,6 +139,24 @@ func TestPushPull50MB(t *testing.T) {
 	if err != nil || !bytes.Equal(onHost, data) {
 		t.Fatalf("device root on host does not hold the pushed file: %v", err)
 	}
+	// A directory with a nested file and a symlink: parents are created
+	// (fixed_push_mkdir) and the link arrives as a link.
+	tree := filepath.Join(dir, "tree")
+	os.MkdirAll(filepath.Join(tree, "a", "b"), 0o755)
+	writeFile(t, tree, "x", []byte("1\n"))
+	writeFile(t, filepath.Join(tree, "a", "b"), "y", []byte("2\n"))
+	if err := os.Symlink("x", filepath.Join(tree, "lnk")); err != nil {
+		t.Fatal(err)
+	}
+	a.must("-s", d.Serial(), "push", tree, "/data/local/tmp/")
+	if got := fields(a.mustShell(d, "cat /data/local/tmp/tree/a/b/y; readlink /data/local/tmp/tree/lnk")); got != "2 x" {
+		t.Errorf("pushed tree: %q", got)
+	}
+	a.must("-s", d.Serial(), "pull", "/data/local/tmp/tree", filepath.Join(dir, "back"))
+	if b, err := os.ReadFile(filepath.Join(dir, "back", "a", "b", "y")); err != nil || string(b) != "2\n" {
+		t.Errorf("pulled tree: %q %v", b, err)
+	}
+
 	// Errors come back as adb's messages.
 	if out, code := a.run("-s", d.Serial(), "pull", "/data/local/tmp/missing", dst); code == 0 || !strings.Contains(out, "No such file or directory") {
 		t.Errorf("pull of a missing file: exit %d %q", code, out)

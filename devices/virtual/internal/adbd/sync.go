@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 	"unicode"
@@ -190,7 +191,8 @@ func recvFile(r io.Reader, w *bufio.Writer, target string, buf []byte) error {
 	if isLink && failure == "" {
 		os.MkdirAll(filepath.Dir(path), 0o775)
 		os.Remove(path)
-		if err := os.Symlink(string(link), path); err != nil {
+		// The adb CLI sends the target with its C string's NUL.
+		if err := os.Symlink(strings.TrimRight(string(link), "\x00"), path); err != nil {
 			failure = "symlink failed: " + strerror(err)
 		}
 	}
