@@ -92,21 +92,21 @@ type Host struct {
 	files Files
 
 	mu        sync.Mutex
-	mem       *memory                              // guarded by mu
-	memHealth string                               // guarded by mu
-	pol       *policyStore                         // guarded by mu
-	plugins   map[string]*pluginState              // by id; guarded by mu
-	servers   map[serverKey]*provider.Server       // guarded by mu
-	refresh   map[serverKey]bool                   // refreshes in progress; guarded by mu
-	cat       *catalog.Catalog                     // ext-side named catalog; guarded by mu
-	skillCat  []skills.Skill                       // guarded by mu
-	pushed    []byte                               // last catalog content; guarded by mu
-	version   uint64                               // guarded by mu
-	latest    wire.Catalog                         // guarded by mu
-	stats     map[string]int                       // diag counters; guarded by mu
-	closed    bool                                 // guarded by mu
-	notify    chan struct{}                        // a new catalog is ready
-	wg        sync.WaitGroup                       // background work
+	mem       *memory                        // guarded by mu
+	memHealth string                         // guarded by mu
+	pol       *policyStore                   // guarded by mu
+	plugins   map[string]*pluginState        // by id; guarded by mu
+	servers   map[serverKey]*provider.Server // guarded by mu
+	refresh   map[serverKey]bool             // refreshes in progress; guarded by mu
+	cat       *catalog.Catalog               // ext-side named catalog; guarded by mu
+	skillCat  []skills.Skill                 // guarded by mu
+	pushed    []byte                         // last catalog content; guarded by mu
+	version   uint64                         // guarded by mu
+	latest    wire.Catalog                   // guarded by mu
+	stats     map[string]int                 // diag counters; guarded by mu
+	closed    bool                           // guarded by mu
+	notify    chan struct{}                  // a new catalog is ready
+	wg        sync.WaitGroup                 // background work
 }
 
 // New opens the host's files and scans the installed packages. It does
