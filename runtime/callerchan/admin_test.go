@@ -16,7 +16,7 @@ func TestCtlCallers(t *testing.T) {
 	rt := newRuntime(t, callers.Config{})
 	a := notesApp()
 	rt.install(a)
-	_, err := rt.reg.Open(a, func() {})
+	_, err := rt.reg.OpenChannel(a, func() {})
 	if err == nil {
 		t.Fatal("first open allowed")
 	}

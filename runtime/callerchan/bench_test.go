@@ -21,7 +21,7 @@ func benchRuntime(b testing.TB) (*runtimeEnv, callers.App) {
 	rt.quota.SetConfig(quota.Config{MaxPerHour: 1 << 30})
 	a := callers.App{UID: os.Getuid(), Package: "org.example.bench", Label: "Bench", SigningDigest: digestOf(0x42)}
 	rt.install(a)
-	_, err := rt.reg.Open(a, func() {})
+	_, err := rt.reg.OpenChannel(a, func() {})
 	var ref *callers.Refusal
 	if !errors.As(err, &ref) {
 		b.Fatal(err)

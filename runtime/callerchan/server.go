@@ -237,7 +237,7 @@ func (s *Server) admit(c *transport.Conn) (engine.Caller, *callers.Channel, *cal
 	}
 	app := apps[0]
 	app.UID = uid
-	ch, err := s.o.Registry.Open(app, func() { c.Close() })
+	ch, err := s.o.Registry.OpenChannel(app, func() { c.Close() })
 	if err != nil {
 		var ref *callers.Refusal
 		if !errors.As(err, &ref) {

@@ -106,7 +106,7 @@ func notesApp() callers.App {
 // preAllow authorizes app as the owner would after its first request.
 func preAllow(t *testing.T, rt *runtimeEnv, a callers.App) {
 	t.Helper()
-	_, err := rt.reg.Open(a, func() {})
+	_, err := rt.reg.OpenChannel(a, func() {})
 	var ref *callers.Refusal
 	if !errors.As(err, &ref) || ref.Reason != callers.ReasonPending {
 		t.Fatalf("first open: %v", err)
@@ -392,10 +392,10 @@ func TestThirdPartyRegression(t *testing.T) {
 		}
 		pending, allowed, denied := mk("org.example.pending", 1), mk("org.example.allowed", 2), mk("org.example.denied", 3)
 		preAllow(t, rt, allowed)
-		rt.reg.Open(pending, func() {})
-		rt.reg.Open(denied, func() {})
+		rt.reg.OpenChannel(pending, func() {})
+		rt.reg.OpenChannel(denied, func() {})
 		rt.reg.Set(context.Background(), denied.Package, callers.StateDenied)
-		rt.reg.Open(allowed, func() {}) // lastUsedAt
+		rt.reg.OpenChannel(allowed, func() {}) // lastUsedAt
 		keys := map[string][]string{}
 		var usage []string
 		for _, it := range rt.reg.List().Callers {

@@ -297,16 +297,16 @@ func CleanLabel(label, pkg string) string {
 	return pkg
 }
 
-// Open decides an open of the caller channel by app (identity from the
+// OpenChannel decides an open of the caller channel by app (identity from the
 // package table). When the app is allowed, the channel is tracked (close
 // is called on revocation) and returned; the caller must Detach it when
 // the connection ends. Otherwise the error is a *Refusal.
-func (r *Registry) Open(app App, close func()) (*Channel, error) {
+func (r *Registry) OpenChannel(app App, close func()) (*Channel, error) {
 	if app.Package == "" || !digestRE.MatchString(app.SigningDigest) {
 		return nil, &Refusal{Reason: ReasonNotOpen, Text: "this app has no verified package identity"}
 	}
 	r.mu.Lock()
-	ch, err, revoked, save := r.openLocked(app, close)
+	ch, revoked, save, err := r.openLocked(app, close)
 	r.mu.Unlock()
 	for _, c := range revoked {
 		c.close()
@@ -317,11 +317,11 @@ func (r *Registry) Open(app App, close func()) (*Channel, error) {
 	return ch, err
 }
 
-func (r *Registry) openLocked(app App, close func()) (ch *Channel, err error, revoked []*Channel, save bool) {
+func (r *Registry) openLocked(app App, close func()) (ch *Channel, revoked []*Channel, save bool, err error) {
 	now := r.clock.Now()
 	label := CleanLabel(app.Label, app.Package)
 	if r.closed {
-		return nil, &Refusal{Reason: ReasonNotOpen, Text: "the runtime is stopping"}, nil, false
+		return nil, nil, false, &Refusal{Reason: ReasonNotOpen, Text: "the runtime is stopping"}
 	}
 	full := &Refusal{Reason: ReasonNotOpen, Text: "too many apps are waiting for authorization, or too many are remembered"}
 	e := r.entries[app.Package]
@@ -334,17 +334,17 @@ func (r *Registry) openLocked(app App, close func()) (ch *Channel, err error, re
 		r.log.Warn("callers: signing digest changed", "package", app.Package)
 		e = r.newPendingLocked(app, label, now, true)
 		if e == nil {
-			return nil, full, revoked, persisted
+			return nil, revoked, persisted, full
 		}
-		return nil, r.pendingRefusalLocked(e, now), revoked, persisted
+		return nil, revoked, persisted, r.pendingRefusalLocked(e, now)
 	}
 	if e == nil {
 		e = r.newPendingLocked(app, label, now, r.resigned[app.Package])
 		if e == nil {
-			return nil, full, nil, false
+			return nil, nil, false, full
 		}
 		delete(r.resigned, app.Package)
-		return nil, r.pendingRefusalLocked(e, now), nil, false
+		return nil, nil, false, r.pendingRefusalLocked(e, now)
 	}
 	switch e.rec.State {
 	case StateAllowed:
@@ -360,12 +360,12 @@ func (r *Registry) openLocked(app App, close func()) (ch *Channel, err error, re
 		ch := &Channel{r: r, pkg: app.Package, close: close}
 		e.channels[ch] = struct{}{}
 		r.open++
-		return ch, nil, nil, save
+		return ch, nil, save, nil
 	case StatePending:
-		return nil, r.pendingRefusalLocked(e, now), nil, false
+		return nil, nil, false, r.pendingRefusalLocked(e, now)
 	default: // denied
 		if now.UnixMilli() < e.rec.DeniedUntil {
-			return nil, &Refusal{Reason: ReasonDenied, Text: "the user denied this app access to AgentOS; try again later"}, nil, false
+			return nil, nil, false, &Refusal{Reason: ReasonDenied, Text: "the user denied this app access to AgentOS; try again later"}
 		}
 		// Cooldown over: ask again.
 		old := e
@@ -373,14 +373,14 @@ func (r *Registry) openLocked(app App, close func()) (ch *Channel, err error, re
 		e = r.newPendingLocked(app, label, now, old.rec.SignatureChanged)
 		if e == nil {
 			r.entries[old.rec.PackageName] = old
-			return nil, full, nil, false
+			return nil, nil, false, full
 		}
 		e.rec.FirstSeenAt = old.rec.FirstSeenAt
 		e.rec.UIDs = old.rec.UIDs
 		if !slices.Contains(e.rec.UIDs, app.UID) {
 			e.rec.UIDs = append(e.rec.UIDs, app.UID)
 		}
-		return nil, r.pendingRefusalLocked(e, now), nil, true
+		return nil, nil, true, r.pendingRefusalLocked(e, now)
 	}
 }
 

@@ -79,7 +79,7 @@ func (e *env) reopen(cfg callers.Config) {
 // open opens as app and returns the refusal (nil when allowed).
 func (e *env) open(app callers.App) (*callers.Channel, *callers.Refusal) {
 	e.t.Helper()
-	ch, err := e.r.Open(app, func() {})
+	ch, err := e.r.OpenChannel(app, func() {})
 	if err == nil {
 		return ch, nil
 	}
@@ -314,7 +314,7 @@ func TestSignatureChangeRevokesGrant(t *testing.T) {
 	_, ref := e.open(notes)
 	e.r.Answer(ref.RequestID, true)
 	var closed atomic.Int32
-	if _, err := e.r.Open(notes, func() { closed.Add(1) }); err != nil {
+	if _, err := e.r.OpenChannel(notes, func() { closed.Add(1) }); err != nil {
 		t.Fatal(err)
 	}
 	resigned := notes
@@ -351,7 +351,7 @@ func TestRevokeClosesAndCancels(t *testing.T) {
 	for _, uid := range []int{10100, 10300} { // seen with two uids (a reinstall)
 		app := notes
 		app.UID = uid
-		if _, err := e.r.Open(app, func() { closed.Add(1) }); err != nil {
+		if _, err := e.r.OpenChannel(app, func() { closed.Add(1) }); err != nil {
 			t.Fatal(err)
 		}
 	}
