@@ -45,9 +45,6 @@ type Config struct {
 	MaxEntries                 int           // 64
 }
 
-// DefaultConfig is the spec's configuration.
-func DefaultConfig() Config { return Config{}.withDefaults() }
-
 func (c Config) withDefaults() Config {
 	dur := func(v *time.Duration, d time.Duration) {
 		if *v <= 0 {
@@ -242,21 +239,6 @@ func Open(opts *Options) (*Registry, error) {
 		r.entries[rec.PackageName] = &entry{rec: rec, channels: map[*Channel]struct{}{}}
 	}
 	return r, nil
-}
-
-// SetCanceller sets the task canceller (the engine is built after the
-// registry in the runtime's wiring).
-func (r *Registry) SetCanceller(c Canceller) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.canceller = c
-}
-
-// SetUsage sets the usage source of List.
-func (r *Registry) SetUsage(f func(ownerKey string) (int64, int, int)) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.usage = f
 }
 
 // SetConfig replaces the timings and limits (admin `callers config`, for
