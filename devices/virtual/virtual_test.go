@@ -93,6 +93,23 @@ func TestADBShellAndProps(t *testing.T) {
 			t.Errorf("getprop lacks %q", want)
 		}
 	}
+	// The superuser policy, seeded as a lab does on Magisk: deny the shell
+	// user, and su says so; allow it again.
+	a.mustShell(d, `su -c "magisk --sqlite 'REPLACE INTO policies (uid,policy,until,logging,notification) VALUES(2000,1,0,1,1)'"`)
+	if out, code := a.shell(d, "su -c id"); code != 1 || !strings.Contains(out, "Permission denied") {
+		t.Errorf("su after denying uid 2000: exit %d %q", code, out)
+	}
+	if out, code := a.run("-s", d.Serial(), "root"); code != 0 || !strings.Contains(out, "restarting adbd as root") {
+		t.Fatalf("adb root: %q", out)
+	}
+	a.must("-s", d.Serial(), "wait-for-device")
+	a.mustShell(d, `magisk --sqlite 'REPLACE INTO policies (uid,policy,until,logging,notification) VALUES(2000,2,0,1,1)'`)
+	a.must("-s", d.Serial(), "unroot")
+	a.must("-s", d.Serial(), "wait-for-device")
+	if out := strings.TrimSpace(a.mustShell(d, "su -c id -u")); out != "0" {
+		t.Errorf("su after allowing uid 2000 again: %q", out)
+	}
+
 	// setprop by the shell user, and persist.* across a reboot is tested
 	// in TestRebootModuleAndPersistence.
 	a.mustShell(d, "setprop debug.vdev.x hello")

@@ -368,6 +368,16 @@ func (t *tool) magisk(args []string) int {
 			fmt.Fprintf(t.stdout, "! %v\n", err)
 			return 1
 		}
+	case "--sqlite":
+		if os.Getuid() != 0 {
+			return t.errorf("Run this command with root")
+		}
+		if len(args) < 2 {
+			return t.errorf("usage: magisk --sqlite SQL")
+		}
+		if err := applyPolicySQL(su.PolicyFile, args[1]); err != nil {
+			return t.errorf("Error: %v", err)
+		}
 	case "--remove-modules":
 		uid := os.Getuid()
 		if uid != 0 && uid != 2000 {

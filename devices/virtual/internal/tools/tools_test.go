@@ -3,6 +3,8 @@
 package tools
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -58,6 +60,33 @@ func TestParseSu(t *testing.T) {
 				got = *req.Command
 			}
 			t.Errorf("parseSu(%s, %q) = uid %d command %q argv %q", tt.method, tt.args, req.UID, got, req.Argv)
+		}
+	}
+}
+
+func TestApplyPolicySQL(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "adb", "su_policy")
+	steps := []struct {
+		sql     string
+		want    string
+		wantErr bool
+	}{
+		{"REPLACE INTO policies (uid,policy,until,logging,notification) VALUES(10123,2,0,1,1)", "10123 allow\n", false},
+		{"INSERT OR REPLACE INTO policies (uid, policy) VALUES (2000, 1);", "10123 allow\n2000 deny\n", false},
+		{"replace into policies (policy,uid) values (2,2000)", "10123 allow\n2000 allow\n", false},
+		{"DELETE FROM policies WHERE uid=10123", "2000 allow\n", false},
+		{"SELECT * FROM policies", "2000 allow\n", true},
+		{"REPLACE INTO policies (uid,policy) VALUES(1)", "2000 allow\n", true},
+	}
+	for _, st := range steps {
+		err := applyPolicySQL(file, st.sql)
+		if (err != nil) != st.wantErr {
+			t.Fatalf("%q: err %v", st.sql, err)
+		}
+		b, _ := os.ReadFile(file)
+		if string(b) != st.want {
+			t.Fatalf("after %q: policy file %q, want %q", st.sql, b, st.want)
 		}
 	}
 }
