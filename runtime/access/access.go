@@ -139,10 +139,24 @@ func attach(ctx context.Context, r *daemon.Runtime, o *daemon.Options, ao Option
 		}
 		stops = append(stops, func() { br.Close() })
 		admin.Provide(adm, br)
+		adm.AddStatusSection(admin.StatusSection{Name: "desktop", Read: func(context.Context) (any, error) {
+			st := br.Status()
+			st.Closes = nil
+			return st, nil
+		}})
 	}
 	admin.Provide(adm, reg)
 	admin.Provide(adm, cs)
 	admin.Provide(adm, ms)
+	admin.Provide(adm, admin.Tasks(func() (int, int, bool) {
+		st := r.Engine.Stats()
+		return st.Running, st.Queued, r.Engine.SafeMode()
+	}))
+	adm.AddStatusSection(admin.StatusSection{Name: "callers", Read: func(context.Context) (any, error) {
+		snap := reg.List()
+		return map[string]any{"channels": cs.Stats(), "remembered": len(snap.Callers), "waiting": len(snap.Cards), "health": snap.Health}, nil
+	}})
+	adm.AddStatusSection(admin.StatusSection{Name: "model", Read: func(context.Context) (any, error) { return ms.Show(), nil }})
 	if err := adm.Start(ctx); err != nil {
 		return fail(err)
 	}

@@ -188,6 +188,10 @@ func TestServeWithAccess(t *testing.T) {
 	if code, out := ctl(t, prefix, "", "model", "set", "--provider", "scripted"); code != 0 {
 		t.Fatalf("model set: %d %s", code, out)
 	}
+	if code, out := ctl(t, prefix, "", "status", "--json"); code != 0 || !strings.Contains(out, `"callers"`) ||
+		!strings.Contains(out, `"desktop"`) || !strings.Contains(out, `"provider":"scripted"`) {
+		t.Fatalf("status: %d %s", code, out)
+	}
 
 	// The app asks; the owner answers through ctl.
 	app := exec.Command(pkg.BinaryPath())
