@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"testing/fstest"
@@ -156,8 +157,8 @@ func TestServeWithAccess(t *testing.T) {
 	serve := exec.Command(agentosd, "serve", "--data", data, "--socket-prefix", prefix)
 	serve.Env = []string{"AGENTOS_ROOT=" + root, "PATH=/usr/bin:/bin"}
 	serve.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: runtimeUID, Gid: runtimeUID}}
-	var serveLog bytes.Buffer
-	serve.Stderr = &serveLog
+	serveLog := &syncBuffer{}
+	serve.Stderr = serveLog
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -254,4 +255,23 @@ func TestServeWithAccess(t *testing.T) {
 	if strings.Contains(serveLog.String(), cr.Code) {
 		t.Fatal("pairing code in the runtime's log")
 	}
+}
+
+// syncBuffer is the runtime's stderr, written by exec's copier while the
+// test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
