@@ -124,6 +124,9 @@ func (s *Supervisor) loop(ctx context.Context) string {
 			backoff = nextBackoff(backoff, uptime, s.t)
 			wait = backoff
 			s.setStatusBackoff(n, backoff)
+		case rp == nil:
+			// It could not even be started: say so, and wait for a kick.
+			s.setStatus(StateStopped, ReasonRuntimeStartError, 0, n, false)
 		default:
 			// An idle runtime that died is left dead (spec §11.7).
 			s.setStatus(StateStopped, ReasonRuntimeDied, 0, n, false)

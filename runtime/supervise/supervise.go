@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -375,8 +376,18 @@ func (s *Supervisor) prepareRuntime() error {
 	if err != nil || !fi.IsDir() {
 		return fmt.Errorf("supervise: runtime data %s is not a directory", dir)
 	}
-	if err := os.Lchown(dir, s.o.RuntimeUID, s.o.RuntimeGID); err != nil {
-		return fmt.Errorf("supervise: runtime data: %w", err)
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && (int(st.Uid) != s.o.RuntimeUID || int(st.Gid) != s.o.RuntimeGID) {
+		// The runtime's uid changed (--runtime-uid): hand it everything
+		// the previous uid had, or it could not open its own store.
+		s.logger.Info("supervise: runtime uid changed; chowning its data", "from", st.Uid, "to", s.o.RuntimeUID)
+		if err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, s.o.RuntimeUID, s.o.RuntimeGID)
+		}); err != nil {
+			return fmt.Errorf("supervise: runtime data: %w", err)
+		}
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return fmt.Errorf("supervise: runtime data: %w", err)

@@ -313,6 +313,34 @@ func TestRuntimeLaunchesApp(t *testing.T) {
 	}
 }
 
+func TestRuntimeUIDChangeChownsData(t *testing.T) {
+	apptest.NeedRoot(t)
+	var root string
+	h := start(t, []string{"run"}, func(o *Options) {
+		root = o.Root
+		// Data left by a runtime that ran as another uid.
+		data := filepath.Join(o.Root, runtimeDir)
+		os.MkdirAll(filepath.Join(data, "acp"), 0o700)
+		os.WriteFile(filepath.Join(data, "acp", "callers.json"), []byte("{}"), 0o600)
+		for _, p := range []string{data, filepath.Join(data, "acp"), filepath.Join(data, "acp", "callers.json")} {
+			os.Lchown(p, 10077, 10077)
+		}
+	})
+	h.await("ok", func(s Status) bool { return s.State == StateOK })
+	fi, err := os.Stat(filepath.Join(root, runtimeDir, "acp", "callers.json"))
+	if err != nil || int(fi.Sys().(*syscall.Stat_t).Uid) != testRuntimeUID {
+		t.Fatalf("old data not handed to the new uid: %v", err)
+	}
+}
+
+func TestUnstartableRuntime(t *testing.T) {
+	h := start(t, []string{"run"}, func(o *Options) { o.RuntimeCmd = []string{"/nonexistent/agentosd", "serve"} })
+	st := h.await("stopped", func(s Status) bool { return s.State == StateStopped })
+	if st.Reason != ReasonRuntimeStartError {
+		t.Fatalf("status %+v", st)
+	}
+}
+
 func TestSingleInstance(t *testing.T) {
 	h := start(t, []string{"run"}, nil)
 	h.await("ok", func(s Status) bool { return s.State == StateOK })
