@@ -135,6 +135,9 @@ func (h *Host) Admin(ctx context.Context, op string, params json.RawMessage) (an
 	case OpSkills:
 		return h.skillsView(), nil
 	case OpRescan:
+		if r, ok := h.o.Table.(interface{ Reload() error }); ok {
+			r.Reload() // on error the last good table stays
+		}
 		h.Rescan()
 		return nil, nil
 	}
@@ -223,7 +226,11 @@ func (h *Host) afterPolicyLocked() []*provider.Server {
 	return stale
 }
 
-func (h *Host) closeAll(ss []*provider.Server) { h.retire(ss) }
+// closeAll retires managers and then lists what needs listing.
+func (h *Host) closeAll(ss []*provider.Server) {
+	h.retire(ss)
+	h.refreshTools()
+}
 
 func (h *Host) setPluginEnabled(id string, on bool) error {
 	h.mu.Lock()

@@ -185,6 +185,7 @@ func (h *Host) Rescan() {
 	h.publishLocked()
 	h.mu.Unlock()
 	h.retire(stale)
+	h.refreshTools()
 }
 
 // retire closes managers the host no longer uses and stops their
@@ -365,25 +366,43 @@ func (h *Host) syncServersLocked() []*provider.Server {
 			}
 			continue
 		}
-		if m := h.mem.Plugins[k.id]; m != nil && m.Known[k.server] == nil && !h.refresh[k] {
-			h.refresh[k] = true
-			h.stats["refreshes"]++
-			h.wg.Add(1)
-			go func() {
-				defer h.wg.Done()
-				ctx, cancel := context.WithTimeout(context.Background(), 2*provider.DefaultConnectTimeout)
-				err := s.Refresh(ctx)
-				cancel()
-				h.mu.Lock()
-				delete(h.refresh, k)
-				h.mu.Unlock()
-				if err != nil {
-					h.o.Logger.Warn("ext host: listing tools failed", "plugin", k.id, "server", k.server)
-				}
-			}()
-		}
 	}
 	return stale
+}
+
+// refreshTools lists the tools of enabled servers nobody listed yet (a
+// plugin just enabled, upgraded or renamed), each in the background. It
+// runs after retired managers were stopped, so a new connection never
+// meets a service that is about to be stopped.
+func (h *Host) refreshTools() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	for k, s := range h.servers {
+		p := h.plugins[k.id]
+		m := h.mem.Plugins[k.id]
+		if p == nil || m == nil || m.Known[k.server] != nil || h.refresh[k] ||
+			!h.pluginEnabledLocked(p) || !h.serverEnabledLocked(p.Name, k.server) {
+			continue
+		}
+		h.refresh[k] = true
+		h.stats["refreshes"]++
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*provider.DefaultConnectTimeout)
+			err := s.Refresh(ctx)
+			cancel()
+			h.mu.Lock()
+			delete(h.refresh, k)
+			h.mu.Unlock()
+			if err != nil {
+				h.o.Logger.Warn("ext host: listing tools failed", "plugin", k.id, "server", k.server)
+			}
+		}()
+	}
 }
 
 // serverEnabledLocked: the server level is not switched off.

@@ -1,0 +1,324 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/agentoslab/agentlab/runtime/catalog"
+	"github.com/agentoslab/agentlab/runtime/consent"
+	"github.com/agentoslab/agentlab/runtime/engine"
+	"github.com/agentoslab/agentlab/runtime/errcode"
+	"github.com/agentoslab/agentlab/runtime/ext/internal/wire"
+	"github.com/agentoslab/agentlab/runtime/ext/skills"
+	"github.com/agentoslab/agentlab/runtime/ids"
+	"github.com/agentoslab/agentlab/runtime/model"
+)
+
+// Event types the broker writes through engine.ToolEvents.
+const (
+	EvConsentRequested = "consent.requested"
+	EvConsentResolved  = "consent.resolved"
+)
+
+// ConsentRequestedBody is the body of consent.requested (spec §5.4).
+type ConsentRequestedBody struct {
+	RequestID     string       `json:"requestId"`
+	ToolCallID    string       `json:"toolCallId"`
+	ToolName      string       `json:"toolName"`
+	Risk          catalog.Risk `json:"risk"`
+	CallerUID     int          `json:"callerUid"`
+	CallerPackage string       `json:"callerPackage,omitempty"`
+}
+
+// ConsentResolvedBody is the body of consent.resolved.
+type ConsentResolvedBody struct {
+	RequestID  string `json:"requestId,omitempty"`
+	ToolCallID string `json:"toolCallId"`
+	ToolName   string `json:"toolName"`
+	// Decision is allow or deny.
+	Decision string `json:"decision"`
+	// Reason is user, policy, remembered, timeout, unavailable or client.
+	Reason string `json:"reason"`
+	// Remember is "session" (don't ask again in this conversation) or
+	// "always" (always allow), when the answer remembers.
+	Remember string `json:"remember,omitempty"`
+	// Notice explains an "always allow" that could not be saved.
+	Notice string `json:"notice,omitempty"`
+}
+
+// view is the catalog.View of a session.
+func view(s engine.SessionView) catalog.View {
+	return catalog.View{Scope: catalog.ScopeOf(s.Scope), Mode: catalog.Mode(s.Mode)}
+}
+
+// sessionCatalog is the catalog a session sees: plugin tools, read_skill
+// when skills exist, and the session's own MCP servers' tools.
+func (b *Broker) sessionCatalog(ctx context.Context, s engine.SessionView, refresh bool) (*catalog.Catalog, []skills.Skill) {
+	cat, sk := b.mirror()
+	var extra []catalog.Entry
+	if len(sk) > 0 {
+		extra = append(extra, skills.ToolEntry())
+	}
+	if b.o.Sessions != nil && s.SessionID != "" {
+		if refresh {
+			extra = append(extra, b.o.Sessions.Tools(ctx, s.SessionID)...)
+		} else {
+			extra = append(extra, b.o.Sessions.Known(s.SessionID)...)
+		}
+	}
+	if len(extra) == 0 {
+		return cat, sk
+	}
+	all := append(cat.All(), extra...)
+	withExtra, err := catalog.New(all)
+	if err != nil {
+		b.o.Logger.Warn("broker: session catalog not built", "session", s.SessionID, "err", err)
+		return cat, sk
+	}
+	return withExtra, sk
+}
+
+// ForSession implements engine.Tools: the visible tools of the session
+// (catalog ∩ scope, filtered by mode) and the skills section of the
+// system prompt (absent in restricted-scope sessions and chat mode).
+func (b *Broker) ForSession(ctx context.Context, s engine.SessionView) ([]model.Tool, string, error) {
+	cat, sk := b.sessionCatalog(ctx, s, true)
+	v := view(s)
+	var out []model.Tool
+	for _, e := range cat.Visible(v) {
+		out = append(out, model.Tool{Name: e.Name, Description: e.Description, InputSchema: e.InputSchema})
+	}
+	section := ""
+	if v.SkillsAllowed() && len(sk) > 0 {
+		section = skills.PromptSection(sk)
+	}
+	return out, section, nil
+}
+
+// ForgetSession implements engine.Tools.
+func (b *Broker) ForgetSession(id string) {
+	b.memory.Forget(id)
+	if b.o.Sessions != nil {
+		b.o.Sessions.Forget(id)
+	}
+}
+
+func toolError(c errcode.Code, sentence, outcome string) engine.ToolResult {
+	return engine.ToolResult{Code: string(c), IsError: true, Outcome: outcome, Text: errcode.ToolText(c, sentence)}
+}
+
+// Call implements engine.Tools: the broker flow of spec §5.2.
+func (b *Broker) Call(ctx context.Context, req engine.ToolCallRequest, ev engine.ToolEvents) (engine.ToolResult, error) {
+	cat, _ := b.sessionCatalog(ctx, req.Session, false)
+	e, err := cat.Lookup(req.Name, view(req.Session))
+	if err != nil {
+		// Unknown, disabled, out of scope and mode-hidden look the same,
+		// and none of them asks the user.
+		return toolError(errcode.ToolNotInCatalog, catalog.NotAvailable(req.Name).Text, engine.OutcomeRejected), nil
+	}
+	if e.Kind == catalog.KindBuiltin {
+		if err := ev.Emit(ctx, engine.EvToolDispatched, engine.ToolRefBody{ToolCallID: req.ToolCallID}); err != nil {
+			return engine.ToolResult{}, err
+		}
+		return b.readSkill(ctx, req.Arguments), nil
+	}
+
+	var details map[string]any
+	remembered := b.memory.Remembered(req.Session.SessionID, e.Name)
+	switch need := consent.Requirement(e.Risk, consent.HookNone, e.Approval, remembered); need {
+	case consent.NotNeeded:
+	case consent.RunByPolicy, consent.RunRemembered:
+		reason := "policy"
+		if need == consent.RunRemembered {
+			reason = "remembered"
+		}
+		if err := ev.Emit(ctx, EvConsentResolved, ConsentResolvedBody{ToolCallID: req.ToolCallID, ToolName: e.Name, Decision: "allow", Reason: reason}); err != nil {
+			return engine.ToolResult{}, err
+		}
+	default:
+		res, ok, d, err := b.ask(ctx, req, e, ev)
+		if err != nil || !ok {
+			return res, err
+		}
+		details = d
+	}
+
+	if err := ev.Emit(ctx, engine.EvToolDispatched, engine.ToolRefBody{ToolCallID: req.ToolCallID}); err != nil {
+		return engine.ToolResult{}, err
+	}
+	var r engine.ToolResult
+	switch e.Kind {
+	case catalog.KindPlugin:
+		r = b.callPlugin(ctx, wire.CallParams{Name: e.Name, Source: e.Source, Arguments: req.Arguments})
+	case catalog.KindSession:
+		if b.o.Sessions == nil {
+			r = toolError(errcode.ToolUnavailable, "The server is not connected.", engine.OutcomeNotDispatched)
+		} else {
+			r = b.o.Sessions.Call(ctx, req.Session.SessionID, e.Session, e.Name, req.Arguments, b.o.CallTimeout)
+		}
+	}
+	if len(details) > 0 {
+		if r.Details == nil {
+			r.Details = map[string]any{}
+		}
+		for k, v := range details {
+			r.Details[k] = v
+		}
+	}
+	return r, nil
+}
+
+// ask shows a consent card and waits for the answer. ok false means the
+// call must not run and res says why.
+func (b *Broker) ask(ctx context.Context, req engine.ToolCallRequest, e catalog.Entry, ev engine.ToolEvents) (res engine.ToolResult, ok bool, details map[string]any, err error) {
+	var src *catalog.ToolID
+	if e.Kind == catalog.KindPlugin {
+		s := e.Source
+		src = &s
+	}
+	options := consent.Options(consent.Offer{
+		Risk:               e.Risk,
+		Rememberable:       true,
+		Source:             src,
+		WritebackAvailable: b.link() != nil,
+		AlwaysAllowOffered: e.Kind == catalog.KindPlugin && e.MayAlwaysAllow,
+	})
+	c := req.Session.Caller
+	reqID := ids.New(ids.Request)
+	requested := ConsentRequestedBody{RequestID: reqID, ToolCallID: req.ToolCallID, ToolName: e.Name, Risk: e.Risk, CallerUID: c.UID}
+	if c.Kind == engine.CallerApp {
+		requested.CallerPackage = c.Package
+	}
+	if err := ev.Emit(ctx, EvConsentRequested, requested); err != nil {
+		return engine.ToolResult{}, false, nil, err
+	}
+	cr := consent.Request{
+		ID: reqID, SessionID: req.Session.SessionID, TaskID: req.Session.TaskID, ToolCallID: req.ToolCallID,
+		Caller:   consent.Initiator{Kind: string(c.Kind), UID: c.UID, Package: c.Package, Label: c.Label},
+		ToolName: e.Name, ToolTitle: e.Title, Source: src, Arguments: req.Arguments, Risk: e.Risk, Options: options,
+	}
+	if e.Kind == catalog.KindSession {
+		cr.SessionServer = e.Session.Server
+	}
+	out := b.consent.Ask(ctx, cr)
+	resolved := ConsentResolvedBody{RequestID: reqID, ToolCallID: req.ToolCallID, ToolName: e.Name, Decision: "deny", Reason: out.EventReason()}
+	if out.Allowed() {
+		resolved.Decision, resolved.Reason = "allow", "user"
+	}
+	switch out.Choice {
+	case consent.AllowForSession:
+		resolved.Remember = "session"
+		b.memory.Remember(req.Session.SessionID, e.Name)
+	case consent.AlwaysAllow:
+		resolved.Remember = "always"
+		if notice := b.saveAlways(ctx, e.Source); notice != "" {
+			resolved.Notice = notice
+			b.consent.SetNotice(reqID, notice)
+			details = map[string]any{"notice": notice}
+		}
+	}
+	// The answer is recorded even when the task was cancelled meanwhile.
+	if err := ev.Emit(context.WithoutCancel(ctx), EvConsentResolved, resolved); err != nil {
+		return engine.ToolResult{}, false, nil, err
+	}
+	if !out.Allowed() {
+		return toolError(errcode.ToolDenied, out.DenialText(), engine.OutcomeRejected), false, nil, nil
+	}
+	return engine.ToolResult{}, true, details, nil
+}
+
+// saveAlways writes the tool-level "always" through the extension host
+// (5 s). A failure leaves this call allowed and returns the notice.
+func (b *Broker) saveAlways(ctx context.Context, src catalog.ToolID) string {
+	peer := b.link()
+	if peer == nil {
+		return "\"Always allow\" could not be saved (the extension host is not running); this call was allowed, the next one will ask again."
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.o.AlwaysTimeout)
+	defer cancel()
+	if err := peer.Call(ctx, wire.MethodAlways, wire.AlwaysParams{Source: src}, nil); err != nil {
+		reason := string(errcode.CodeOf(err))
+		var e *errcode.Error
+		if errors.As(err, &e) {
+			if r, ok := e.Details["reason"].(string); ok {
+				reason = r
+			}
+		}
+		if ctx.Err() != nil {
+			reason = "timeout"
+		}
+		b.o.Logger.Warn("broker: always allow not saved", "reason", reason)
+		return "\"Always allow\" could not be saved (" + reason + "); this call was allowed, the next one will ask again."
+	}
+	return ""
+}
+
+// callPlugin runs a plugin tool in the extension host.
+func (b *Broker) callPlugin(ctx context.Context, p wire.CallParams) engine.ToolResult {
+	return b.callPluginTimeout(ctx, p, b.o.CallTimeout)
+}
+
+func (b *Broker) callPluginTimeout(ctx context.Context, p wire.CallParams, timeout time.Duration) engine.ToolResult {
+	peer := b.link()
+	if peer == nil {
+		return toolError(errcode.ToolUnavailable, "The extension host is restarting; try again in a moment.", engine.OutcomeNotDispatched)
+	}
+	p.TimeoutMs = timeout.Milliseconds()
+	var res wire.CallResult
+	err := peer.CallGrace(ctx, resultGrace, wire.MethodCall, p, &res)
+	switch {
+	case err == nil:
+		return engine.ToolResult{Text: res.Text, IsError: res.IsError, Code: res.Code, Outcome: res.Outcome, Details: withPID(res)}
+	case errors.Is(err, wire.ErrClosed):
+		return toolError(errcode.ToolResultUnknown, "Tool call failed: the extension host stopped before the provider answered.", engine.OutcomeUnknown)
+	case ctx.Err() != nil:
+		r := toolError(errcode.ToolResultUnknown, "Tool call was cancelled after dispatch.", engine.OutcomeUnknown)
+		r.Details = map[string]any{"cancelled": true}
+		return r
+	}
+	return toolError(errcode.ToolResultUnknown, "Tool call failed: the extension host did not answer.", engine.OutcomeUnknown)
+}
+
+func withPID(r wire.CallResult) map[string]any {
+	if r.ProviderPID == 0 {
+		return r.Details
+	}
+	d := map[string]any{}
+	for k, v := range r.Details {
+		d[k] = v
+	}
+	d["providerPid"] = r.ProviderPID
+	return d
+}
+
+// readSkill runs the built-in read_skill tool.
+func (b *Broker) readSkill(ctx context.Context, raw json.RawMessage) engine.ToolResult {
+	args, err := skills.ParseArgs(raw)
+	if err != nil {
+		return skillErr(err)
+	}
+	peer := b.link()
+	if peer == nil {
+		return toolError(errcode.ToolUnavailable, "The extension host is restarting; try again in a moment.", engine.OutcomeNotDispatched)
+	}
+	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
+	defer cancel()
+	var res wire.SkillResult
+	if err := peer.Call(ctx, wire.MethodSkill, wire.SkillParams{Name: args.Name, Path: args.Path}, &res); err != nil {
+		if errors.Is(err, wire.ErrClosed) || ctx.Err() != nil {
+			return toolError(errcode.ToolUnavailable, "The skill could not be read right now.", engine.OutcomeNotDispatched)
+		}
+		return skillErr(err)
+	}
+	return engine.ToolResult{Text: res.Text, Outcome: engine.OutcomeCompleted}
+}
+
+func skillErr(err error) engine.ToolResult {
+	e := errcode.From(err)
+	if e.Code.Kind() != errcode.KindTool {
+		return toolError(errcode.ToolFailed, "The skill could not be read.", engine.OutcomeCompleted)
+	}
+	return toolError(e.Code, e.Text, engine.OutcomeCompleted)
+}
