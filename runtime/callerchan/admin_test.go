@@ -15,7 +15,7 @@ func TestCtlCallers(t *testing.T) {
 	t.Parallel()
 	rt := newRuntime(t, callers.Config{})
 	a := notesApp()
-	rt.install(a)
+	rt.install(a, "")
 	_, err := rt.reg.OpenChannel(a, func() {})
 	if err == nil {
 		t.Fatal("first open allowed")
@@ -83,7 +83,7 @@ func TestCtlDesktopAndPairedACP(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &cr) != nil || len(cr.Code) != 6 {
 		t.Fatalf("enable: %d %q", code, out)
 	}
-	if strings.Contains(rt.logs.String(), cr.Code) {
+	if strings.Contains(rt.logBuf.String(), cr.Code) {
 		t.Fatal("pairing code in the logs")
 	}
 	c, err := transport.Dial(t.Context(), rt.names.ACP())
@@ -129,8 +129,8 @@ func TestAppUIDCannotOpenOwnerSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := notesApp()
-	rt.install(a)
-	preAllow(t, rt, a)
+	rt.install(a, "")
+	rt.preAllow(a)
 	h := rt.startApp(a.UID)
 	for _, name := range []string{rt.names.Admin(), rt.names.ACP()} {
 		r := h.do(map[string]any{"op": "raw", "socket": name})

@@ -20,7 +20,7 @@ func benchRuntime(b testing.TB) (*runtimeEnv, callers.App) {
 	rt := newRuntime(b, callers.Config{})
 	rt.quota.SetConfig(quota.Config{MaxPerHour: 1 << 30})
 	a := callers.App{UID: os.Getuid(), Package: "org.example.bench", Label: "Bench", SigningDigest: digestOf(0x42)}
-	rt.install(a)
+	rt.install(a, "")
 	_, err := rt.reg.OpenChannel(a, func() {})
 	var ref *callers.Refusal
 	if !errors.As(err, &ref) {
@@ -86,7 +86,7 @@ func BenchmarkRevokeCancelsTasks(b *testing.B) {
 		}
 		ended := make(chan struct{})
 		go func() {
-			for range s.Prompt(ctx, "hold", acpclient.PromptOptions{}) {
+			for range s.Prompt(ctx, holdPrompt, acpclient.PromptOptions{}) {
 			}
 			close(ended)
 		}()

@@ -38,8 +38,8 @@ func TestFloodIsBounded(t *testing.T) {
 		t.Fatalf("over the share: %q", last)
 	}
 	other := notesApp()
-	rt.install(other)
-	preAllow(t, rt, other)
+	rt.install(other, "")
+	rt.preAllow(other)
 	if r := rt.startApp(other.UID).do(map[string]any{"op": "connect"}); r.Err != nil {
 		t.Fatalf("another app during the flood: %+v", r.Err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/consent/callers"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/model"
+	"github.com/agentoslab/agentlab/runtime/model/script"
 	"github.com/agentoslab/agentlab/runtime/quota"
 	"github.com/agentoslab/agentlab/runtime/store"
 	"github.com/agentoslab/agentlab/runtime/transport"
@@ -154,72 +155,31 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-// scriptModel answers by the last message:
-//
-//	"call <final name> <text>"  → a tool call, then "result: <tool result>"
-//	"hold"                      → streams "working" and holds until cancelled
-//	anything else               → "echo: <text>"
-type scriptModel struct{}
+// holdPrompt is an inline model script (runtime/model/script) that
+// streams "working" and then holds the task until it is cancelled.
+const holdPrompt = "#!agentos-script\nsteps:\n  - text: working\n    hangAfter: 1\n"
 
-func (scriptModel) Stream(ctx context.Context, req *model.Request) (model.Stream, error) {
-	last := req.Messages[len(req.Messages)-1]
-	var evs []model.Event
-	hold := false
-	switch {
-	case last.Role == model.RoleTool:
-		evs = []model.Event{{Kind: model.TextDelta, Text: "result: " + last.Text}, {Kind: model.Done, StopReason: model.StopEndTurn}}
-	case strings.HasPrefix(last.Text, "call "):
-		f := strings.SplitN(last.Text, " ", 3)
-		text := ""
-		if len(f) == 3 {
-			text = f[2]
-		}
-		evs = []model.Event{{Kind: model.ToolCallDone, Call: model.ToolCall{ID: "call_1", Name: f[1],
-			Arguments: json.RawMessage(`{"text":` + mustJSON(text) + `}`)}}, {Kind: model.Done, StopReason: model.StopToolUse}}
-	case last.Text == "hold":
-		evs = []model.Event{{Kind: model.TextDelta, Text: "working"}}
-		hold = true
-	default:
-		evs = []model.Event{{Kind: model.ThinkingDelta, Text: "thinking"}, {Kind: model.TextDelta, Text: "echo: " + last.Text},
-			{Kind: model.Done, StopReason: model.StopEndTurn}}
-	}
-	return &scriptStream{ctx: ctx, evs: evs, hold: hold}, nil
+// callPrompt is an inline script calling the test plugin's echo with
+// text, then echo again with what the first call returned (so the second
+// call's arguments prove the result reached the model).
+func callPrompt(text string) string {
+	return "#!agentos-script\nsteps:\n  - toolCalls:\n      - mcp: [mcptest, test, echo]\n        arguments: {text: " + text +
+		"}\n  - toolCalls:\n      - mcp: [mcptest, test, echo]\n        arguments: {text: \"$result[0].echo\"}\nfinal: done\n"
 }
-
-type scriptStream struct {
-	ctx  context.Context
-	evs  []model.Event
-	hold bool
-}
-
-func (s *scriptStream) Next() (model.Event, error) {
-	if len(s.evs) > 0 {
-		ev := s.evs[0]
-		s.evs = s.evs[1:]
-		return ev, nil
-	}
-	if s.hold {
-		<-s.ctx.Done()
-		return model.Event{}, s.ctx.Err()
-	}
-	return model.Event{}, io.EOF
-}
-
-func (s *scriptStream) Close() error { return nil }
 
 // runtimeEnv is an in-process runtime: store, engine, ACP agent, quota,
 // authorization registry and the caller channel on a real socket.
 type runtimeEnv struct {
-	t     testing.TB
-	names transport.Names
-	st    *store.Store
-	eng   *engine.Engine
-	quota *quota.Quota
-	reg   *callers.Registry
-	srv   *callerchan.Server
-	adm   *admin.Server
-	br    *bridge.Bridge
-	logs  *syncBuffer
+	t      testing.TB
+	names  transport.Names
+	st     *store.Store
+	eng    *engine.Engine
+	quota  *quota.Quota
+	reg    *callers.Registry
+	srv    *callerchan.Server
+	adm    *admin.Server
+	br     *bridge.Bridge
+	logBuf *syncBuffer
 	// dbPath is the store's file (leak checks read it).
 	dbPath string
 
@@ -247,7 +207,7 @@ func newRuntimeLookup(t testing.TB, cfg callers.Config, lookup callerchan.Lookup
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	q := quota.New(&quota.Options{Logger: logger})
 	eng, err := engine.New(ctx, &engine.Options{Store: st, Tools: newPluginTools(), Admission: q, Logger: logger,
-		Models: engine.StaticModel(model.Config{Provider: "scripted", Model: "m"}, scriptModel{}),
+		Models: engine.StaticModel(model.Config{Provider: "scripted"}, script.NewProvider(nil)),
 		Limits: engine.Limits{CancelWait: 3 * time.Second, CancelGrace: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +221,7 @@ func newRuntimeLookup(t testing.TB, cfg callers.Config, lookup callerchan.Lookup
 		t.Fatal(err)
 	}
 	env := &runtimeEnv{t: t, names: transport.Names{Prefix: fmt.Sprintf("cc%d-%d-", os.Getpid(), prefixSeq.Add(1))},
-		st: st, eng: eng, quota: q, reg: reg, logs: logs, dbPath: dbPath, pkgs: map[int][]callers.App{}}
+		st: st, eng: eng, quota: q, reg: reg, logBuf: logs, dbPath: dbPath, pkgs: map[int][]callers.App{}}
 	agent := acp.New(eng, &acp.Options{Version: "test", CancelWait: 3 * time.Second, Logger: logger})
 	if lookup == nil {
 		lookup = func(uid int) []callers.App {
@@ -307,13 +267,6 @@ func newRuntimeLookup(t testing.TB, cfg callers.Config, lookup callerchan.Lookup
 		st.Close()
 	})
 	return env
-}
-
-// install puts an app into the package table.
-func (r *runtimeEnv) install(app callers.App) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.pkgs[app.UID] = append(r.pkgs[app.UID], app)
 }
 
 func (r *runtimeEnv) item(pkg string) (callers.Item, bool) {
@@ -363,26 +316,32 @@ func (r *runtimeEnv) startApp(uid int) *app {
 // startAppBinary runs bin (a copy of the helper) under uid.
 func (r *runtimeEnv) startAppBinary(uid int, bin string) *app {
 	r.t.Helper()
+	return startHelper(r.t, r.names, uid, bin)
+}
+
+// startHelper runs bin (a copy of the helper) under uid against names.
+func startHelper(t testing.TB, names transport.Names, uid int, bin string) *app {
+	t.Helper()
 	cmd := exec.Command(bin)
-	cmd.Env = []string{helperEnv + "=1", "HELPER_SOCKET=" + r.names.Caller(), "HOME=/"}
+	cmd.Env = []string{helperEnv + "=1", "HELPER_SOCKET=" + names.Caller(), "HOME=/"}
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	a := &app{t: r.t, uid: uid, cmd: cmd, in: in, out: sc}
-	r.t.Cleanup(func() {
+	a := &app{t: t, uid: uid, cmd: cmd, in: in, out: sc}
+	t.Cleanup(func() {
 		in.Close()
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()

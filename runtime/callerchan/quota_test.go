@@ -42,7 +42,7 @@ func TestQuotasThroughTheChannel(t *testing.T) {
 		t.Fatalf("long prompt: %v", err)
 	}
 	held := make(chan error, 1)
-	go func() { held <- promptErr(ctx, s1, "hold") }()
+	go func() { held <- promptErr(ctx, s1, holdPrompt) }()
 	waitFor(t, 5*time.Second, func() bool { return rt.eng.Usage(owner).Running == 1 })
 	c1.Close() // the task goes on; so does its quota slot
 	if err := <-held; !errors.Is(err, acpclient.ErrDisconnected) {
@@ -83,10 +83,10 @@ func TestIdentityIsolation(t *testing.T) {
 	rt := newRuntime(t, callers.Config{})
 	a, b := notesApp(), notesApp()
 	b.Package = "org.example.other"
-	rt.install(a)
-	rt.install(b)
-	preAllow(t, rt, a)
-	preAllow(t, rt, b)
+	rt.install(a, "")
+	rt.install(b, "")
+	rt.preAllow(a)
+	rt.preAllow(b)
 	ha, hb := rt.startApp(a.UID), rt.startApp(b.UID)
 	ha.do(map[string]any{"op": "connect"})
 	hb.do(map[string]any{"op": "connect"})

@@ -2,7 +2,6 @@ package callerchan_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -104,7 +103,7 @@ func notesApp() callers.App {
 }
 
 // preAllow authorizes app as the owner would after its first request.
-func preAllow(t *testing.T, rt *runtimeEnv, a callers.App) {
+func preAllowInProcess(t testing.TB, rt *runtimeEnv, a callers.App) {
 	t.Helper()
 	_, err := rt.reg.OpenChannel(a, func() {})
 	var ref *callers.Refusal
@@ -168,57 +167,96 @@ func needRoot(t *testing.T) {
 	}
 }
 
+// backends are the runtimes the cases run against.
+var backends = []struct {
+	name string
+	open func(t *testing.T, cfg callers.Config) backend
+}{
+	{"inprocess", func(t *testing.T, cfg callers.Config) backend { return newRuntime(t, cfg) }},
+	{"agentosd", func(t *testing.T, cfg callers.Config) backend { return newBinaryRuntime(t, cfg) }},
+}
+
+// inProcessOnly are the cases the real binary cannot run yet: the test
+// plugin's tools come with the extension host.
+var inProcessOnly = map[string]bool{"catalog-tools": true}
+
 func TestThirdPartyRegression(t *testing.T) {
 	needRoot(t)
-	runCase(t, "unauthorized-pending", func(t *testing.T, c *checks) {
-		rt := newRuntime(t, callers.Config{})
-		a := notesApp()
-		rt.install(a)
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			for _, name := range sortedCases() {
+				if be.name != "inprocess" && inProcessOnly[name] {
+					continue
+				}
+				runCase(t, name, func(t *testing.T, c *checks) {
+					caseFuncs[name](t, c, func(cfg callers.Config) backend { return be.open(t, cfg) })
+				})
+			}
+		})
+	}
+}
+
+func sortedCases() []string {
+	var names []string
+	for n := range cases {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+type opener func(cfg callers.Config) backend
+
+var caseFuncs = map[string]func(t *testing.T, c *checks, open opener){
+	"unauthorized-pending": func(t *testing.T, c *checks, open opener) {
+		rt := open(callers.Config{})
+		a := rt.install(notesApp(), "")
 		h := rt.startApp(a.UID)
 		r := h.do(map[string]any{"op": "raw"})
 		reason, id, _ := openLine(r)
 		c.check("openReturnsPending", reason == "authorization_pending", r.Line)
 		c.check("openDoesNotBlock", r.ElapsedMs < 2000, r.ElapsedMs)
-		it, ok := rt.item(a.Package)
+		v := rt.snapshot()
+		it, ok := v.item(a.Package)
 		c.check("recorded", ok && it.State == callers.StatePending, it)
 		c.check("hasRequestId", id != "" && it.RequestID == id)
-		c.check("packageFromUid", it.PackageName == a.Package)
-		c.check("digest64", regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(it.SigningDigest))
+		c.check("packageFromUid", it.PackageName == a.Package && len(v.Callers) == 1)
+		c.check("digest64", regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(it.SigningDigest) && it.SigningDigest == a.SigningDigest)
 		c.check("labelIsAppName", it.Label == "ACP Test Client", it.Label)
 		_, id2, _ := openLine(h.do(map[string]any{"op": "raw"}))
 		c.check("sameRequestOnRetry", id2 == id)
-		c.check("noChannelOpened", rt.srv.Stats().Open == 0)
-	})
-	runCase(t, "allow-usable", func(t *testing.T, c *checks) {
-		rt := newRuntime(t, callers.Config{})
-		a := notesApp()
-		rt.install(a)
+		c.check("noChannelOpened", rt.snapshot().Channels.Open == 0)
+	},
+	"allow-usable": func(t *testing.T, c *checks, open opener) {
+		rt := open(callers.Config{})
+		a := rt.install(notesApp(), "")
 		h := rt.startApp(a.UID)
 		res := make(chan helperReply, 1)
 		go func() { res <- h.do(map[string]any{"op": "connect", "maxWaitMs": 20000}) }()
 		start := time.Now()
-		waitFor(t, 10*time.Second, func() bool { return rt.pendingRequest(a.Package) != "" })
+		var id string
+		waitFor(t, 10*time.Second, func() bool { it, _ := rt.snapshot().item(a.Package); id = it.RequestID; return id != "" })
 		// Let the app wait for two retries, as a user would take a moment.
 		time.Sleep(time.Until(start.Add(2200 * time.Millisecond)))
-		ok, _ := rt.reg.Answer(rt.pendingRequest(a.Package), true)
+		ok := rt.answer(id, true)
 		r := <-res
-		it, _ := rt.item(a.Package)
-		c.check("sawPendingWhileConnecting", len(r.Waits) > 0 && r.Waits[0].RequestID != "", r.Waits)
+		it, _ := rt.snapshot().item(a.Package)
+		c.check("sawPendingWhileConnecting", len(r.Waits) > 0 && r.Waits[0].RequestID == id, r.Waits)
 		c.check("allowed", ok && it.State == callers.StateAllowed)
 		c.check("waitedWithCallbacks", len(r.Waits) >= 2 && r.Waits[1].WaitedMs >= 900, r.Waits)
 		c.check("connected", r.Err == nil, r.Err)
 		s := h.do(map[string]any{"op": "new"})
 		p := h.do(map[string]any{"op": "prompt", "session": s.Session, "text": "hello"})
 		c.check("promptDone", done(p.Events) == "end_turn", p.Events, p.Err)
-		c.check("gotText", lastText(p.Events) == "echo: hello", lastText(p.Events))
-		it, _ = rt.item(a.Package)
+		c.check("gotText", lastText(p.Events) == "hello", lastText(p.Events))
+		it, _ = rt.snapshot().item(a.Package)
 		c.check("usageCounted", it.Usage.PromptsTotal == 1 && it.Usage.PromptsLastHour == 1, it.Usage)
-	})
-	runCase(t, "usable-no-scope", func(t *testing.T, c *checks) {
-		rt := newRuntime(t, callers.Config{})
-		a := notesApp()
-		rt.install(a)
-		preAllow(t, rt, a)
+	},
+	"usable-no-scope": func(t *testing.T, c *checks, open opener) {
+		rt := open(callers.Config{})
+		a := rt.install(notesApp(), "")
+		rt.preAllow(a)
 		h := rt.startApp(a.UID)
 		h.do(map[string]any{"op": "connect"})
 		s := h.do(map[string]any{"op": "new"})
@@ -228,34 +266,37 @@ func TestThirdPartyRegression(t *testing.T) {
 		e := h.do(map[string]any{"op": "new", "scope": []acpclient.ToolRef{}})
 		p2 := h.do(map[string]any{"op": "prompt", "session": e.Session, "text": "hi"})
 		c.check("emptyScopeConnects", e.Err == nil && done(p2.Events) == "end_turn", e.Err, p2.Err)
-	})
-	runCase(t, "catalog-tools", func(t *testing.T, c *checks) {
-		rt := newRuntime(t, callers.Config{})
-		a := notesApp()
-		rt.install(a)
-		preAllow(t, rt, a)
+	},
+	"catalog-tools": func(t *testing.T, c *checks, open opener) {
+		rt := open(callers.Config{})
+		a := rt.install(notesApp(), "")
+		rt.preAllow(a)
 		h := rt.startApp(a.UID)
 		h.do(map[string]any{"op": "connect"})
 		const final = "mcp__mcptest__test__echo"
 		s := h.do(map[string]any{"op": "new"})
-		p := h.do(map[string]any{"op": "prompt", "session": s.Session, "text": "call " + final + " ping"})
-		tools := toolEvents(p.Events)
-		last := helperEvent{}
-		if len(tools) > 0 {
-			last = tools[len(tools)-1]
+		p := h.do(map[string]any{"op": "prompt", "session": s.Session, "text": callPrompt("ping")})
+		var firstDone, secondDone helperEvent
+		for _, e := range toolEvents(p.Events) {
+			if e.Status == "COMPLETED" && firstDone.ID == "" {
+				firstDone = e
+			} else if e.Status == "COMPLETED" {
+				secondDone = e
+			}
 		}
-		c.check("noScopeCompleted", last.Status == "COMPLETED", tools)
-		c.check("noScopeShowsFinalName", last.Tool == final && last.Ref == "", last)
-		c.check("noScopeResultReachedModel", strings.Contains(lastText(p.Events), `result: {"echo":"ping"}`), lastText(p.Events))
+		c.check("noScopeCompleted", firstDone.Status == "COMPLETED", toolEvents(p.Events))
+		c.check("noScopeShowsFinalName", firstDone.Tool == final && firstDone.Ref == "", firstDone)
+		// The second call's arguments were taken from the first result.
+		c.check("noScopeResultReachedModel", secondDone.Result == `{"echo":"ping"}` && done(p.Events) == "end_turn", secondDone)
 
 		s2 := h.do(map[string]any{"op": "new", "scope": scopeOf(acpclient.ToolRef{Plugin: "mcptest", Tool: "stats"})})
-		p2 := h.do(map[string]any{"op": "prompt", "session": s2.Session, "text": "call " + final + " ping"})
+		p2 := h.do(map[string]any{"op": "prompt", "session": s2.Session, "text": callPrompt("ping")})
 		t2 := toolEvents(p2.Events)
 		c.check("scopeWithoutEchoBlocksIt", len(t2) > 0 && t2[len(t2)-1].Status == "FAILED" &&
 			strings.HasPrefix(t2[len(t2)-1].Result, "[agentos:tool_not_in_catalog]"), t2)
 
 		s3 := h.do(map[string]any{"op": "new", "scope": scopeOf(acpclient.ToolRef{Plugin: "mcptest", Tool: "echo"})})
-		p3 := h.do(map[string]any{"op": "prompt", "session": s3.Session, "text": "call " + final + " ping"})
+		p3 := h.do(map[string]any{"op": "prompt", "session": s3.Session, "text": callPrompt("ping")})
 		t3 := toolEvents(p3.Events)
 		var l3 helperEvent
 		if len(t3) > 0 {
@@ -263,142 +304,136 @@ func TestThirdPartyRegression(t *testing.T) {
 		}
 		c.check("scopeWithEchoCompletes", l3.Status == "COMPLETED", t3)
 		c.check("scopedEventShowsOriginalName", l3.Tool == "echo" && l3.Ref == "mcptest:echo", l3)
-	})
-	runCase(t, "denied-cooldown", func(t *testing.T, c *checks) {
+	},
+	"denied-cooldown": func(t *testing.T, c *checks, open opener) {
 		const cooldown = 2 * time.Second
-		rt := newRuntime(t, callers.Config{DenyCooldown: cooldown})
-		a := notesApp()
-		rt.install(a)
+		rt := open(callers.Config{DenyCooldown: cooldown})
+		a := rt.install(notesApp(), "")
 		h := rt.startApp(a.UID)
 		res := make(chan helperReply, 1)
 		go func() { res <- h.do(map[string]any{"op": "connect", "maxWaitMs": 20000}) }()
-		waitFor(t, 10*time.Second, func() bool { return rt.pendingRequest(a.Package) != "" })
-		ok, _ := rt.reg.Answer(rt.pendingRequest(a.Package), false)
+		var id string
+		waitFor(t, 10*time.Second, func() bool { it, _ := rt.snapshot().item(a.Package); id = it.RequestID; return id != "" })
+		ok := rt.answer(id, false)
 		deniedAt := time.Now()
 		c.check("denyAccepted", ok)
 		r := <-res
 		c.check("sdkReportsDenied", r.Err != nil && r.Err.Code == "DENIED", r.Err)
-		it, _ := rt.item(a.Package)
+		it, _ := rt.snapshot().item(a.Package)
 		c.check("stateDenied", it.State == callers.StateDenied && it.DeniedUntil != nil && *it.DeniedUntil > it.DecidedAt, it)
 		reason, _, _ := openLine(h.do(map[string]any{"op": "raw"}))
 		c.check("cooldownOpenIsDenied", reason == "denied", reason)
-		c.check("noNewCardInCooldown", len(rt.reg.List().Cards) == 0)
-		time.Sleep(time.Until(deniedAt.Add(cooldown + 50*time.Millisecond)))
-		reason, id, _ := openLine(h.do(map[string]any{"op": "raw"}))
-		c.check("askedAgainAfterCooldown", reason == "authorization_pending" && id != "", reason)
-	})
-	runCase(t, "pending-timeout", func(t *testing.T, c *checks) {
-		rt := newRuntime(t, callers.Config{PendingTTL: 2 * time.Second})
-		a := notesApp()
-		rt.install(a)
+		c.check("noNewCardInCooldown", len(rt.snapshot().Cards) == 0)
+		time.Sleep(time.Until(deniedAt.Add(cooldown + 100*time.Millisecond)))
+		reason, id2, _ := openLine(h.do(map[string]any{"op": "raw"}))
+		c.check("askedAgainAfterCooldown", reason == "authorization_pending" && id2 != "" && id2 != id, reason)
+	},
+	"pending-timeout": func(t *testing.T, c *checks, open opener) {
+		rt := open(callers.Config{PendingTTL: 2 * time.Second})
+		a := rt.install(notesApp(), "")
 		h := rt.startApp(a.UID)
 		r := h.do(map[string]any{"op": "connect", "maxWaitMs": 20000, "retryMs": 250})
 		c.check("wasPending", len(r.Waits) > 0, r.Waits)
-		it, _ := rt.item(a.Package)
+		it, _ := rt.snapshot().item(a.Package)
 		c.check("noOneDecidedCountsAsDenied", it.State == callers.StateDenied, it.State)
 		c.check("sdkSawDenied", r.Err != nil && r.Err.Code == "DENIED", r.Err)
-		c.check("cardWithdrawn", len(rt.reg.List().Cards) == 0)
-	})
-	runCase(t, "abandon", func(t *testing.T, c *checks) {
-		rt := newRuntime(t, callers.Config{AbandonAfter: 500 * time.Millisecond})
-		a := notesApp()
-		rt.install(a)
+		c.check("cardWithdrawn", len(rt.snapshot().Cards) == 0)
+	},
+	"abandon": func(t *testing.T, c *checks, open opener) {
+		rt := open(callers.Config{AbandonAfter: 500 * time.Millisecond})
+		a := rt.install(notesApp(), "")
 		h := rt.startApp(a.UID)
 		reason, _, _ := openLine(h.do(map[string]any{"op": "raw"}))
 		c.check("wasPending", reason == "authorization_pending")
-		gone := waitFor(t, 5*time.Second, func() bool { _, ok := rt.item(a.Package); return !ok })
-		c.check("cardWithdrawnWithoutDenial", gone && len(rt.reg.List().Cards) == 0)
-	})
-	runCase(t, "revoke-closes", func(t *testing.T, c *checks) {
-		rt := newRuntime(t, callers.Config{})
-		a := notesApp()
-		rt.install(a)
-		preAllow(t, rt, a)
+		gone := waitFor(t, 5*time.Second, func() bool { _, ok := rt.snapshot().item(a.Package); return !ok })
+		c.check("cardWithdrawnWithoutDenial", gone && len(rt.snapshot().Cards) == 0)
+	},
+	"revoke-closes": func(t *testing.T, c *checks, open opener) {
+		rt := open(callers.Config{})
+		a := rt.install(notesApp(), "")
+		rt.preAllow(a)
 		h := rt.startApp(a.UID)
 		h.do(map[string]any{"op": "connect"})
 		s := h.do(map[string]any{"op": "new"})
-		h.do(map[string]any{"op": "promptAsync", "session": s.Session, "text": "hold"})
-		owner := fmt.Sprintf("uid:%d", a.UID)
-		c.check("channelWasOpen", rt.srv.Stats().ThirdParty == 1)
-		c.check("taskWasRunning", waitFor(t, 5*time.Second, func() bool { return rt.eng.Usage(owner).Running == 1 }))
+		h.do(map[string]any{"op": "promptAsync", "session": s.Session, "text": holdPrompt})
+		active := func() int { it, _ := rt.snapshot().item(a.Package); return it.Usage.ActiveTasks }
+		c.check("channelWasOpen", rt.snapshot().Channels.ThirdParty == 1)
+		c.check("taskWasRunning", waitFor(t, 5*time.Second, func() bool { return active() == 1 }))
 		start := time.Now()
-		err := rt.reg.Set(context.Background(), a.Package, callers.StateDenied)
+		err := rt.set(a.Package, callers.StateDenied)
+		cancelled := time.Since(start)
 		c.check("revokeAccepted", err == nil, err)
 		d := h.do(map[string]any{"op": "waitDone"})
 		c.check("serverClosedChannelAtOnce", d.Err == nil && time.Since(start) < 3*time.Second, time.Since(start))
-		u := rt.eng.Usage(owner)
-		c.check("tasksCancelled", u.Running == 0 && u.Queued == 0 && time.Since(start) < time.Second, u, time.Since(start))
-		revs := rt.reg.List().Revocations
+		// Revocation waits for the tasks to stop before it answers.
+		c.check("tasksCancelled", active() == 0 && cancelled < time.Second, cancelled)
+		revs := rt.snapshot().Revocations
 		c.check("cancelRecorded", len(revs) == 1 && len(revs[0].CancelRequested) == 1 && revs[0].ClosedChannels == 1, revs)
-		c.check("slotFreed", waitFor(t, 2*time.Second, func() bool { return rt.quota.Usage(owner).Active == 0 }))
+		c.check("slotFreed", waitFor(t, 2*time.Second, func() bool { return rt.slotFree(a) }))
 		c.check("sdkSawDisconnect", d.Err == nil)
 		w := h.do(map[string]any{"op": "wait"})
 		c.check("promptEndedDisconnected", w.Err != nil && w.Err.Code == "DISCONNECTED", w.Err)
 		reason, _, _ := openLine(h.do(map[string]any{"op": "raw"}))
 		c.check("afterRevokeDenied", reason == "denied", reason)
-		rt.reg.Set(context.Background(), a.Package, callers.StateAllowed)
+		rt.set(a.Package, callers.StateAllowed)
 		h2 := rt.startApp(a.UID)
 		h2.do(map[string]any{"op": "connect"})
 		s2 := h2.do(map[string]any{"op": "new"})
 		p := h2.do(map[string]any{"op": "prompt", "session": s2.Session, "text": "again"})
 		c.check("reAllowedPromptRuns", done(p.Events) == "end_turn", p.Err)
-	})
-	runCase(t, "revoke-after-detach", func(t *testing.T, c *checks) {
-		rt := newRuntime(t, callers.Config{})
-		a := notesApp()
-		rt.install(a)
-		preAllow(t, rt, a)
+	},
+	"revoke-after-detach": func(t *testing.T, c *checks, open opener) {
+		rt := open(callers.Config{})
+		a := rt.install(notesApp(), "")
+		rt.preAllow(a)
 		h := rt.startApp(a.UID)
 		h.do(map[string]any{"op": "connect"})
 		s := h.do(map[string]any{"op": "new"})
-		h.do(map[string]any{"op": "promptAsync", "session": s.Session, "text": "hold"})
-		owner := fmt.Sprintf("uid:%d", a.UID)
-		waitFor(t, 5*time.Second, func() bool { return rt.eng.Usage(owner).Running == 1 })
+		h.do(map[string]any{"op": "promptAsync", "session": s.Session, "text": holdPrompt})
+		active := func() int { it, _ := rt.snapshot().item(a.Package); return it.Usage.ActiveTasks }
+		waitFor(t, 5*time.Second, func() bool { return active() == 1 })
 		r := h.do(map[string]any{"op": "disconnect"})
 		c.check("detached", r.Err == nil)
-		c.check("noChannelLeft", waitFor(t, 5*time.Second, func() bool { return rt.srv.Stats().Open == 0 }))
-		c.check("taskOutlivedItsChannel", rt.eng.Usage(owner).Running == 1)
+		c.check("noChannelLeft", waitFor(t, 5*time.Second, func() bool { return rt.snapshot().Channels.Open == 0 }))
+		c.check("taskOutlivedItsChannel", active() == 1)
 		start := time.Now()
-		err := rt.reg.Set(context.Background(), a.Package, callers.StateDenied)
+		err := rt.set(a.Package, callers.StateDenied)
 		c.check("revokeAccepted", err == nil, err)
-		u := rt.eng.Usage(owner)
-		c.check("tasksCancelled", u.Running == 0 && u.Queued == 0 && time.Since(start) < time.Second, u)
-		revs := rt.reg.List().Revocations
+		c.check("tasksCancelled", active() == 0 && time.Since(start) < time.Second, time.Since(start))
+		revs := rt.snapshot().Revocations
 		c.check("cancelRecorded", len(revs) == 1 && revs[0].ClosedChannels == 0 && len(revs[0].CancelRequested) == 1, revs)
-	})
-	runCase(t, "spoofed-name", func(t *testing.T, c *checks) {
-		rt := newRuntime(t, callers.Config{})
-		spoof := callers.App{UID: newUID(), Package: "org.example.spoof", Label: "Spoof", SigningDigest: digestOf(0x77)}
-		notes := callers.App{UID: newUID(), Package: "org.agentos.sample.notes", Label: "Notes", SigningDigest: digestOf(0x78)}
-		rt.install(spoof)
-		rt.install(notes)
-		preAllow(t, rt, spoof)
+	},
+	"spoofed-name": func(t *testing.T, c *checks, open opener) {
+		rt := open(callers.Config{})
+		spoof := rt.install(callers.App{UID: newUID(), Package: "org.example.spoof", Label: "Spoof", SigningDigest: digestOf(0x77)}, "")
+		notes := rt.install(callers.App{UID: newUID(), Package: "org.agentos.sample.notes", Label: "Notes", SigningDigest: digestOf(0x78)}, "")
+		rt.preAllow(spoof)
 		h := rt.startApp(spoof.UID) // its clientInfo claims "org.agentos.sample.notes"
 		r := h.do(map[string]any{"op": "connect"})
 		s := h.do(map[string]any{"op": "new"})
 		p := h.do(map[string]any{"op": "prompt", "session": s.Session, "text": "hi"})
 		c.check("opened", r.Err == nil && done(p.Events) == "end_turn", r.Err, p.Err)
-		list := rt.reg.List().Callers
+		list := rt.snapshot().Callers
 		c.check("registryHasOnlyRealPackage", len(list) == 1 && list[0].PackageName == spoof.Package, list)
-		_, claimed := rt.item(notes.Package)
+		_, claimed := rt.snapshot().item(notes.Package)
 		c.check("claimedNameNotRecorded", !claimed)
 		reason, _, _ := openLine(rt.startApp(notes.UID).do(map[string]any{"op": "raw"}))
 		c.check("notesNotGranted", reason == "authorization_pending", reason)
-	})
-	runCase(t, "list-shape", func(t *testing.T, c *checks) {
-		rt := newRuntime(t, callers.Config{})
+	},
+	"list-shape": func(t *testing.T, c *checks, open opener) {
+		rt := open(callers.Config{})
 		mk := func(pkg string, b byte) callers.App {
-			return callers.App{UID: newUID(), Package: pkg, Label: pkg, SigningDigest: digestOf(b)}
+			return rt.install(callers.App{UID: newUID(), Package: pkg, Label: pkg, SigningDigest: digestOf(b)}, "")
 		}
 		pending, allowed, denied := mk("org.example.pending", 1), mk("org.example.allowed", 2), mk("org.example.denied", 3)
-		preAllow(t, rt, allowed)
-		rt.reg.OpenChannel(pending, func() {})
-		rt.reg.OpenChannel(denied, func() {})
-		rt.reg.Set(context.Background(), denied.Package, callers.StateDenied)
-		rt.reg.OpenChannel(allowed, func() {}) // lastUsedAt
+		rt.preAllow(allowed)
+		rt.startApp(pending.UID).do(map[string]any{"op": "raw"})
+		rt.startApp(denied.UID).do(map[string]any{"op": "raw"})
+		rt.set(denied.Package, callers.StateDenied)
+		rt.startApp(allowed.UID).do(map[string]any{"op": "raw"}) // lastUsedAt
 		keys := map[string][]string{}
 		var usage []string
-		for _, it := range rt.reg.List().Callers {
+		for _, it := range rt.snapshot().Callers {
 			b, _ := json.Marshal(it)
 			keys[string(it.State)] = objectKeys(b)
 			u, _ := json.Marshal(it.Usage)
@@ -424,76 +459,72 @@ func TestThirdPartyRegression(t *testing.T) {
 		c.check("pendingHasRequestOnly", slices.Contains(p, "requestId") && slices.Contains(p, "requestedAt") && !slices.Contains(p, "decidedAt"), p)
 		al := keys["allowed"]
 		c.check("allowedHasNoRequest", slices.Contains(al, "decidedAt") && !slices.Contains(al, "requestId") && !slices.Contains(al, "requestedAt"), al)
-		it, _ := rt.item(denied.Package)
+		it, _ := rt.snapshot().item(denied.Package)
 		c.check("deniedHasUntil", slices.Contains(keys["denied"], "deniedUntil") && it.DeniedUntil != nil && *it.DeniedUntil > 0, keys["denied"])
-	})
-	runCase(t, "settings-actions", func(t *testing.T, c *checks) {
-		rt := newRuntime(t, callers.Config{})
-		a := notesApp()
-		rt.install(a)
+	},
+	"settings-actions": func(t *testing.T, c *checks, open opener) {
+		rt := open(callers.Config{})
+		a := rt.install(notesApp(), "")
 		h := rt.startApp(a.UID)
 		_, id, _ := openLine(h.do(map[string]any{"op": "raw"}))
-		ok, _ := rt.reg.Answer(id, true)
-		it, _ := rt.item(a.Package)
+		ok := rt.answer(id, true)
+		it, _ := rt.snapshot().item(a.Package)
 		c.check("answerAllows", ok && it.State == callers.StateAllowed)
-		ok2, _ := rt.reg.Answer(id, false)
-		it, _ = rt.item(a.Package)
+		ok2 := rt.answer(id, false)
+		it, _ = rt.snapshot().item(a.Package)
 		c.check("secondAnswerIgnored", !ok2 && it.State == callers.StateAllowed)
-		rt.reg.Set(context.Background(), a.Package, callers.StateDenied)
+		rt.set(a.Package, callers.StateDenied)
 		reason, _, _ := openLine(h.do(map[string]any{"op": "raw"}))
 		c.check("denyThenCooldown", reason == "denied", reason)
-		rt.reg.Set(context.Background(), a.Package, callers.StateAllowed)
+		rt.set(a.Package, callers.StateAllowed)
 		_, _, opened := openLine(h.do(map[string]any{"op": "raw"}))
 		c.check("allowClearsCooldown", opened)
-		rt.reg.Set(context.Background(), a.Package, callers.StateRemoved)
-		_, present := rt.item(a.Package)
+		rt.set(a.Package, callers.StateRemoved)
+		_, present := rt.snapshot().item(a.Package)
 		reason, _, _ = openLine(h.do(map[string]any{"op": "raw"}))
 		c.check("removeForgets", !present && reason == "authorization_pending", reason)
-		err := rt.reg.Set(context.Background(), "org.example.unknown", callers.StateAllowed)
-		c.check("unknownPackageNotFound", errors.Is(err, callers.ErrNotFound), err)
-	})
-	runCase(t, "shared-uid", func(t *testing.T, c *checks) {
-		rt := newRuntime(t, callers.Config{})
+		err := rt.set("org.example.unknown", callers.StateAllowed)
+		c.check("unknownPackageNotFound", errors.Is(err, errNotFound), err)
+	},
+	"shared-uid": func(t *testing.T, c *checks, open opener) {
+		rt := open(callers.Config{})
 		uid := newUID()
-		rt.install(callers.App{UID: uid, Package: "org.example.shared.a", Label: "A", SigningDigest: digestOf(9)})
-		rt.install(callers.App{UID: uid, Package: "org.example.shared.b", Label: "B", SigningDigest: digestOf(9)})
-		h := rt.startApp(uid)
+		sa := rt.install(callers.App{UID: uid, Package: "org.example.shared.a", Label: "A", SigningDigest: digestOf(9)}, "org.example.shared")
+		sb := rt.install(callers.App{UID: uid, Package: "org.example.shared.b", Label: "B", SigningDigest: digestOf(9)}, "org.example.shared")
+		if sa.UID != sb.UID {
+			t.Fatalf("shared uid not shared: %d %d", sa.UID, sb.UID)
+		}
+		h := rt.startApp(sa.UID)
 		reason, _, _ := openLine(h.do(map[string]any{"op": "raw"}))
 		c.check("sharedUidRefused", reason == "not_open", reason)
-		c.check("nothingRemembered", len(rt.reg.List().Callers) == 0)
-		rt.mu.Lock()
-		rt.pkgs[uid] = rt.pkgs[uid][:1]
-		rt.mu.Unlock()
+		c.check("nothingRemembered", len(rt.snapshot().Callers) == 0)
+		rt.uninstall(sb.Package)
 		reason, _, _ = openLine(h.do(map[string]any{"op": "raw"}))
 		c.check("aloneIsAskedNormally", reason == "authorization_pending", reason)
-	})
-	runCase(t, "signature-changed", func(t *testing.T, c *checks) {
-		rt := newRuntime(t, callers.Config{})
-		a := notesApp()
-		rt.install(a)
-		preAllow(t, rt, a)
+	},
+	"signature-changed": func(t *testing.T, c *checks, open opener) {
+		rt := open(callers.Config{})
+		a := rt.install(notesApp(), "")
+		rt.preAllow(a)
 		h := rt.startApp(a.UID)
 		h.do(map[string]any{"op": "connect"})
-		// The package is updated with another signer (package table feed).
-		resigned := a
-		resigned.SigningDigest = digestOf(0x99)
-		rt.mu.Lock()
-		rt.pkgs[a.UID] = []callers.App{resigned}
-		rt.mu.Unlock()
-		rt.reg.Reinstalled(a.Package, resigned.SigningDigest)
-		c.check("installed", true)
+		// The package is updated with another signer; the package table's
+		// change feed reaches the registry.
+		resigned := rt.resign(a)
+		c.check("installed", resigned.SigningDigest != a.SigningDigest && resigned.UID == a.UID)
 		d := h.do(map[string]any{"op": "waitDone"})
 		c.check("oldChannelClosed", d.Err == nil, d.Err)
 		reason, _, _ := openLine(h.do(map[string]any{"op": "raw"}))
 		c.check("askedAgain", reason == "authorization_pending", reason)
-		it, _ := rt.item(a.Package)
+		v := rt.snapshot()
+		it, _ := v.item(a.Package)
 		c.check("pendingNotAllowed", it.State == callers.StatePending)
-		c.check("flaggedSignatureChanged", rt.reg.List().SignatureChanged[a.Package])
+		c.check("flaggedSignatureChanged", v.SignatureChanged[a.Package])
 		c.check("newDigest", it.SigningDigest == resigned.SigningDigest)
 		r := h.do(map[string]any{"op": "connect", "maxWaitMs": 1500, "retryMs": 300})
 		c.check("oldGrantNotInherited", r.Err != nil && r.Err.Code == "AUTHORIZATION_PENDING_TIMEOUT", r.Err)
-	})
-	runCase(t, "sessions", sessionsCase)
+	},
+	"sessions": sessionsCase,
 }
 
 func objectKeys(b []byte) []string {
