@@ -21,6 +21,9 @@
 //	                  with the runtime's prefix ("@agentos-app.<package>.<server>")
 //	AGENTOS_RUNTIME_UID  the runtime's uid: the only peer besides itself the
 //	                  app's server admits (runtime/sdk/plugin does so)
+//	AGENTOS_CALLER_SOCKET  the runtime's caller socket: transport.Names.Caller()
+//	                  with the runtime's prefix ("@agentos-caller"), which a
+//	                  caller app's SDK dials (runtime/sdk/acpclient)
 //	HOME              the data directory
 //	PATH              /system/bin:/system/xbin:/vendor/bin:/usr/local/bin:/usr/bin:/bin
 //	TZ, ANDROID_*     passed through from the supervisor when set

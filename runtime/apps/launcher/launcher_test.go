@@ -296,7 +296,7 @@ func TestRun(t *testing.T) {
 	}
 	r := run(0, "env")
 	want := strings.Join([]string{
-		"AGENTOS_APP_DATA=" + e.pkg.DataDir, "AGENTOS_PACKAGE=" + testPkg, "AGENTOS_RUNTIME_UID=0", "ANDROID_DATA=/data",
+		"AGENTOS_APP_DATA=" + e.pkg.DataDir, "AGENTOS_CALLER_SOCKET=" + e.names.Caller(), "AGENTOS_PACKAGE=" + testPkg, "AGENTOS_RUNTIME_UID=0", "ANDROID_DATA=/data",
 		"HOME=" + e.pkg.DataDir, "PATH=" + defaultPath, "TZ=Asia/Shanghai"}, "\n") + "\n"
 	if string(r.Stdout) != want {
 		t.Fatalf("environment:\n%s\nwant:\n%s", r.Stdout, want)

@@ -72,6 +72,9 @@ func (s *Server) env(p apps.Package, socket string) []string {
 		"AGENTOS_APP_DATA=" + p.DataDir,
 		"AGENTOS_PACKAGE=" + p.Name,
 		"AGENTOS_RUNTIME_UID=" + strconv.Itoa(s.o.RuntimeUID),
+		// A caller app's SDK dials this runtime's caller socket, prefix
+		// included, from services and one-shot commands alike.
+		"AGENTOS_CALLER_SOCKET=" + s.o.Names.Caller(),
 		"HOME=" + p.DataDir,
 		"PATH=" + defaultPath,
 	}
