@@ -36,6 +36,12 @@ type CLI struct {
 	// Commands are extra commands handled outside Debug; they win over
 	// DebugCommands of the same name.
 	Commands map[string]Command
+	// Streams are commands that own stdin and stdout: the MCP service
+	// (serve) and an MCP session on stdio (mcp --stdio). Main prints no
+	// JSON document for them, since stdout may be a protocol stream:
+	// failures go to stderr only, with the same exit codes. They win over
+	// Commands of the same name.
+	Streams map[string]Command
 }
 
 // UsageError is a command line the binary cannot run (exit code 2).
@@ -57,8 +63,8 @@ const (
 )
 
 // Main runs the command line args (without the program name), printing
-// exactly one JSON document on stdout, and returns the exit code. The data
-// directory is --data, else getenv("AGENTOS_APP_DATA").
+// exactly one JSON document on stdout (none for Streams), and returns the
+// exit code. The data directory is --data, else getenv("AGENTOS_APP_DATA").
 func (c CLI) Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -71,9 +77,14 @@ func (c CLI) Main(ctx context.Context, args []string, getenv func(string) string
 		return c.usage(stdout, stderr, "missing command")
 	}
 	cmd, cmdArgs := rest[0], rest[1:]
+	stream, isStream := c.Streams[cmd]
 	extra, isExtra := c.Commands[cmd]
-	if !isExtra && !contains(c.DebugCommands, cmd) && cmd != "tool" {
+	if !isStream && !isExtra && !contains(c.DebugCommands, cmd) && cmd != "tool" {
 		return c.usage(stdout, stderr, fmt.Sprintf("unknown command %q", cmd))
+	}
+	if isStream {
+		// From here on stdout belongs to the command.
+		stdout = nil
 	}
 	dir := *dataDir
 	if dir == "" && getenv != nil {
@@ -85,31 +96,54 @@ func (c CLI) Main(ctx context.Context, args []string, getenv func(string) string
 	app, err := c.Open(ctx, dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", c.Name, err)
-		return writeJSON(stdout, map[string]any{"error": fmt.Sprintf("The %s app could not open its data.", c.Name)}, ExitFailed)
+		return c.fail(stdout, stderr, fmt.Sprintf("The %s app could not open its data.", c.Name), false)
 	}
 	defer app.Close()
 	var out any
-	if isExtra {
+	switch {
+	case isStream:
+		_, err = stream(ctx, app, cmdArgs)
+	case isExtra:
 		out, err = extra(ctx, app, cmdArgs)
-	} else {
+	default:
 		out, err = app.Debug(ctx, cmd, cmdArgs)
 	}
 	var ue *UsageError
 	var te *ToolCallError
 	switch {
 	case err == nil:
+		if isStream {
+			return ExitOK
+		}
 		return writeJSON(stdout, out, ExitOK)
 	case errors.As(err, &ue):
 		return c.usage(stdout, stderr, ue.Msg)
 	case errors.As(err, &te):
-		return writeJSON(stdout, map[string]any{"error": te.Sentence, "isError": true}, ExitFailed)
+		return c.fail(stdout, stderr, te.Sentence, true)
 	}
 	if s, ok := IsUserError(err); ok {
-		return writeJSON(stdout, map[string]any{"error": s}, ExitFailed)
+		return c.fail(stdout, stderr, s, false)
 	}
 	// Internals go to stderr only; the JSON keeps the one-sentence form.
 	fmt.Fprintf(stderr, "%s %s: %v\n", c.Name, cmd, err)
-	return writeJSON(stdout, map[string]any{"error": fmt.Sprintf("The %s command failed.", cmd)}, ExitFailed)
+	if isStream {
+		return ExitFailed
+	}
+	return c.fail(stdout, stderr, fmt.Sprintf("The %s command failed.", cmd), false)
+}
+
+// fail reports a failed command: one JSON document on stdout, or, when
+// stdout is nil (a stream command owns it), the sentence on stderr.
+func (c CLI) fail(stdout, stderr io.Writer, sentence string, isToolError bool) int {
+	if stdout == nil {
+		fmt.Fprintf(stderr, "%s: %s\n", c.Name, sentence)
+		return ExitFailed
+	}
+	doc := map[string]any{"error": sentence}
+	if isToolError {
+		doc["isError"] = true
+	}
+	return writeJSON(stdout, doc, ExitFailed)
 }
 
 func (c CLI) usage(stdout, stderr io.Writer, msg string) int {
@@ -117,9 +151,18 @@ func (c CLI) usage(stdout, stderr io.Writer, msg string) int {
 	for k := range c.Commands {
 		cmds = append(cmds, k)
 	}
+	for k := range c.Streams {
+		cmds = append(cmds, k)
+	}
 	sort.Strings(cmds)
 	cmds = dedupSorted(cmds)
+	if stdout == nil {
+		fmt.Fprintf(stderr, "%s: usage: %s\n", c.Name, msg)
+	}
 	fmt.Fprintf(stderr, "usage: %s [--data DIR] <command> [args]\ncommands: %s\n", c.Name, strings.Join(cmds, ", "))
+	if stdout == nil {
+		return ExitUsage
+	}
 	return writeJSON(stdout, map[string]any{"error": "usage: " + msg}, ExitUsage)
 }
 

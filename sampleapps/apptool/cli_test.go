@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"strings"
 	"testing"
 )
 
@@ -117,5 +119,57 @@ func TestCLIOpenFailure(t *testing.T) {
 	}
 	if stdout.String() != `{"error":"The fake app could not open its data."}`+"\n" {
 		t.Fatalf("stdout %q", stdout.String())
+	}
+}
+
+// A stream command owns stdout: Main writes nothing there, whatever the
+// outcome, and reports failures on stderr with the usual exit codes.
+func TestCLIStreams(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		env        string
+		run        func(io.Writer) error
+		openErr    error
+		wantCode   int
+		wantOut    string
+		wantStderr string
+	}{
+		{"serves", []string{"--data", "d", "mcp", "--stdio"}, "", func(w io.Writer) error { _, err := io.WriteString(w, "frame\n"); return err }, nil, 0, "frame\n", ""},
+		{"usage", []string{"--data", "d", "mcp"}, "", func(io.Writer) error { return &UsageError{Msg: "mcp: usage: mcp --stdio"} }, nil, 2, "", "fake: usage: mcp: usage: mcp --stdio"},
+		{"no data dir", []string{"mcp", "--stdio"}, "", nil, nil, 2, "", "fake: usage: no data directory"},
+		{"open failure", []string{"mcp", "--stdio"}, "d", nil, errors.New("locked"), 1, "", "fake: The fake app could not open its data."},
+		{"internal error", []string{"--data", "d", "mcp"}, "", func(io.Writer) error { return errors.New("socket gone") }, nil, 1, "", "fake mcp: socket gone"},
+		{"user error", []string{"--data", "d", "mcp"}, "", func(io.Writer) error { return Errorf("No socket.") }, nil, 1, "", "fake: No socket."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			cli := CLI{
+				Name: "fake",
+				Open: func(context.Context, string) (App, error) {
+					if tt.openErr != nil {
+						return nil, tt.openErr
+					}
+					return &fakeApp{}, nil
+				},
+				DebugCommands: []string{"dump"},
+				// The stream writes to the process's stdout itself; here
+				// the test's buffer stands in for it.
+				Streams: map[string]Command{"mcp": func(context.Context, App, []string) (any, error) {
+					return map[string]bool{"never": true}, tt.run(&stdout)
+				}},
+			}
+			code := cli.Main(context.Background(), tt.args, func(string) string { return tt.env }, &stdout, &stderr)
+			if code != tt.wantCode {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tt.wantCode, stderr.String())
+			}
+			if stdout.String() != tt.wantOut {
+				t.Errorf("stdout %q, want %q", stdout.String(), tt.wantOut)
+			}
+			if !strings.Contains(stderr.String(), tt.wantStderr) {
+				t.Errorf("stderr %q, want it to contain %q", stderr.String(), tt.wantStderr)
+			}
+		})
 	}
 }

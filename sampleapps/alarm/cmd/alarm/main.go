@@ -7,6 +7,12 @@
 // JSON document and exits 0 (ok), 1 (the command failed) or 2 (usage).
 // Commands: dump ['{"offset":N,"limit":M}'], reset, seed,
 // tool <name> ['<json>'], ring <id>.
+//
+// Two more commands come from the provider SDK and print no JSON (stdout
+// may be the protocol): serve --server alarm serves the app's tools over
+// MCP on $AGENTOS_SOCKET (the launcher starts it as the app's uid), and
+// mcp --stdio serves them on stdin/stdout for the MCP Inspector or any
+// other MCP client.
 package main
 
 import (
@@ -18,6 +24,7 @@ import (
 
 	"github.com/agentoslab/agentlab/sampleapps/alarm"
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/internal/shell"
 )
 
 // SystemEnv names the directory shared by every app of the device.
@@ -35,8 +42,7 @@ func cli() apptool.CLI {
 		Name:          alarm.Plugin,
 		Open:          open,
 		DebugCommands: alarm.DebugCommands,
-		// The provider SDK adds "serve" and "mcp" here.
-		Commands: map[string]apptool.Command{},
+		Streams:       shell.Streams(alarm.Server, logger()),
 	}
 }
 
@@ -44,6 +50,12 @@ func open(ctx context.Context, dataDir string) (apptool.App, error) {
 	return alarm.Open(ctx, dataDir, &alarm.Options{
 		Location:  apptool.DeviceLocation(),
 		SystemDir: os.Getenv(SystemEnv),
-		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:    logger(),
 	})
+}
+
+// logger writes warnings and errors to stderr (the launcher keeps it in
+// the app's log file).
+func logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

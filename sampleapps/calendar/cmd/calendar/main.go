@@ -8,6 +8,12 @@
 // (the command failed) or 2 (usage).
 // Commands: dump, reset, clear, seed, set permission granted|denied,
 // tool <name> ['<json>'].
+//
+// Two more commands come from the provider SDK and print no JSON (stdout
+// may be the protocol): serve --server calendar serves the app's tools over
+// MCP on $AGENTOS_SOCKET (the launcher starts it as the app's uid), and
+// mcp --stdio serves them on stdin/stdout for the MCP Inspector or any
+// other MCP client.
 package main
 
 import (
@@ -19,6 +25,7 @@ import (
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
 	"github.com/agentoslab/agentlab/sampleapps/calendar"
+	"github.com/agentoslab/agentlab/sampleapps/internal/shell"
 )
 
 // SystemEnv names the directory shared by every app of the device.
@@ -36,8 +43,7 @@ func cli() apptool.CLI {
 		Name:          calendar.Plugin,
 		Open:          open,
 		DebugCommands: calendar.DebugCommands,
-		// The provider SDK adds "serve" and "mcp" here.
-		Commands: map[string]apptool.Command{},
+		Streams:       shell.Streams(calendar.Server, logger()),
 	}
 }
 
@@ -45,6 +51,12 @@ func open(ctx context.Context, dataDir string) (apptool.App, error) {
 	return calendar.Open(ctx, dataDir, &calendar.Options{
 		Location:  apptool.DeviceLocation(),
 		SystemDir: os.Getenv(SystemEnv),
-		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:    logger(),
 	})
+}
+
+// logger writes warnings and errors to stderr (the launcher keeps it in
+// the app's log file).
+func logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

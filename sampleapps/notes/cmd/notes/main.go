@@ -5,6 +5,12 @@
 // DIR defaults to $AGENTOS_APP_DATA. It prints one JSON document and exits
 // 0 (ok), 1 (the command failed) or 2 (usage). Commands: dump, reset, seed,
 // tool <name> '<json>', raw_prompt '<json>', ask_agent '<json>'.
+//
+// Two more commands come from the provider SDK and print no JSON (stdout
+// may be the protocol): serve --server notes serves the app's tools over
+// MCP on $AGENTOS_SOCKET (the launcher starts it as the app's uid), and
+// mcp --stdio serves them on stdin/stdout for the MCP Inspector or any
+// other MCP client.
 package main
 
 import (
@@ -16,6 +22,7 @@ import (
 	"syscall"
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/internal/shell"
 	"github.com/agentoslab/agentlab/sampleapps/notes"
 )
 
@@ -31,8 +38,7 @@ func cli() apptool.CLI {
 		Name:          notes.Plugin,
 		Open:          open,
 		DebugCommands: notes.DebugCommands,
-		// The provider SDK adds "serve" and "mcp" here.
-		Commands: map[string]apptool.Command{},
+		Streams:       shell.Streams(notes.Server, logger()),
 	}
 }
 
@@ -40,7 +46,7 @@ func open(ctx context.Context, dataDir string) (apptool.App, error) {
 	return notes.Open(ctx, dataDir, &notes.Options{
 		Location: apptool.DeviceLocation(),
 		Language: deviceLanguage(os.Getenv("LANG")),
-		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:   logger(),
 		Agent:    newAgent(),
 	})
 }
@@ -57,4 +63,10 @@ func deviceLanguage(lang string) string {
 		return "en"
 	}
 	return strings.ReplaceAll(lang, "_", "-")
+}
+
+// logger writes warnings and errors to stderr (the launcher keeps it in
+// the app's log file).
+func logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

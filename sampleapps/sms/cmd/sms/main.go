@@ -7,6 +7,12 @@
 // processed, tool <name> '<json>', inbox add <address> <text> [--at ISO],
 // set <key> <value>, instructions [set <text> | reset], raw_prompt '<json>',
 // ask_agent '<json>'.
+//
+// Two more commands come from the provider SDK and print no JSON (stdout
+// may be the protocol): serve --server sms serves the app's tools over
+// MCP on $AGENTOS_SOCKET (the launcher starts it as the app's uid), and
+// mcp --stdio serves them on stdin/stdout for the MCP Inspector or any
+// other MCP client.
 package main
 
 import (
@@ -18,6 +24,7 @@ import (
 	"syscall"
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/internal/shell"
 	"github.com/agentoslab/agentlab/sampleapps/notes"
 	"github.com/agentoslab/agentlab/sampleapps/sms"
 )
@@ -34,8 +41,7 @@ func cli() apptool.CLI {
 		Name:          sms.Plugin,
 		Open:          open,
 		DebugCommands: sms.DebugCommands,
-		// The provider SDK adds "serve" and "mcp" here.
-		Commands: map[string]apptool.Command{},
+		Streams:       shell.Streams(sms.Server, logger()),
 	}
 }
 
@@ -43,7 +49,7 @@ func open(ctx context.Context, dataDir string) (apptool.App, error) {
 	return sms.Open(ctx, dataDir, &sms.Options{
 		Location: apptool.DeviceLocation(),
 		Language: deviceLanguage(os.Getenv("LANG")),
-		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:   logger(),
 		Agent:    newAgent(),
 	})
 }
@@ -60,4 +66,10 @@ func deviceLanguage(lang string) string {
 		return "en"
 	}
 	return strings.ReplaceAll(lang, "_", "-")
+}
+
+// logger writes warnings and errors to stderr (the launcher keeps it in
+// the app's log file).
+func logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

@@ -5,6 +5,12 @@
 // DIR defaults to $AGENTOS_APP_DATA. It prints one JSON document and exits
 // 0 (ok), 1 (the command failed) or 2 (usage). Commands: dump, reset,
 // seed, tool <name> ['<json>'].
+//
+// Two more commands come from the provider SDK and print no JSON (stdout
+// may be the protocol): serve --server todo serves the app's tools over
+// MCP on $AGENTOS_SOCKET (the launcher starts it as the app's uid), and
+// mcp --stdio serves them on stdin/stdout for the MCP Inspector or any
+// other MCP client.
 package main
 
 import (
@@ -15,6 +21,7 @@ import (
 	"syscall"
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/internal/shell"
 	"github.com/agentoslab/agentlab/sampleapps/todo"
 )
 
@@ -30,14 +37,19 @@ func cli() apptool.CLI {
 		Name:          todo.Plugin,
 		Open:          open,
 		DebugCommands: todo.DebugCommands,
-		// The provider SDK adds "serve" and "mcp" here.
-		Commands: map[string]apptool.Command{},
+		Streams:       shell.Streams(todo.Server, logger()),
 	}
 }
 
 func open(ctx context.Context, dataDir string) (apptool.App, error) {
 	return todo.Open(ctx, dataDir, &todo.Options{
 		Location: apptool.DeviceLocation(),
-		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:   logger(),
 	})
+}
+
+// logger writes warnings and errors to stderr (the launcher keeps it in
+// the app's log file).
+func logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
