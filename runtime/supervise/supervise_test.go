@@ -36,26 +36,34 @@ func TestMain(m *testing.M) {
 // repeats) for the n-th start, as counted by the lines of RECORD, where
 // it appends what it saw.
 func fakeRuntime(plan, record string) int {
+	// SIGTERM is handled from the first instruction: the supervisor may
+	// stop a runtime as soon as it started.
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
 	lines, _ := readLines(plan)
 	done, _ := readLines(record)
 	step := lines[min(len(done), len(lines)-1)]
 	wd, _ := os.Getwd()
-	f, err := os.OpenFile(record, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return 9
-	}
-	fmt.Fprintf(f, "start uid=%d safe=%s root=%s wd=%s step=%s\n", os.Getuid(), os.Getenv("AGENTOS_SAFE_MODE"), os.Getenv("AGENTOS_ROOT"), wd, step)
-	f.Close()
 	heartbeat := func(tasks int, state string) {
 		os.WriteFile("heartbeat.tmp", fmt.Appendf(nil, "pid=%d\ntasks=%d\nat=%d\nstate=%s\n", os.Getpid(), tasks, time.Now().UnixMilli(), state), 0o644)
 		os.Rename("heartbeat.tmp", "heartbeat")
 	}
-	term := make(chan os.Signal, 1)
-	signal.Notify(term, syscall.SIGTERM)
+	// The record line comes after the first heartbeat, so a test that saw
+	// it knows the heartbeat is there.
+	recordStart := func() bool {
+		f, err := os.OpenFile(record, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return false
+		}
+		fmt.Fprintf(f, "start uid=%d safe=%s root=%s wd=%s step=%s\n", os.Getuid(), os.Getenv("AGENTOS_SAFE_MODE"), os.Getenv("AGENTOS_ROOT"), wd, step)
+		f.Close()
+		return true
+	}
 	if fields := strings.Fields(step); len(fields) == 4 && fields[0] == "apps" {
 		// apps BUNDLE PACKAGE PREFIX: install and start an app through
 		// the supervisor's launcher, then check who listens.
 		heartbeat(0, "idle")
+		recordStart()
 		result := launchApp(fields[1], fields[2], transport.Names{Prefix: fields[3]})
 		f, _ := os.OpenFile(record, os.O_WRONLY|os.O_APPEND, 0)
 		fmt.Fprintln(f, result)
@@ -67,11 +75,14 @@ func fakeRuntime(plan, record string) int {
 	switch step {
 	case "busy-die":
 		heartbeat(1, "busy")
+		recordStart()
 		return 1
 	case "idle-die":
 		heartbeat(0, "idle")
+		recordStart()
 		return 1
 	case "crash":
+		recordStart()
 		return 2
 	case "run", "run-busy":
 		tasks := 0
@@ -79,6 +90,7 @@ func fakeRuntime(plan, record string) int {
 			tasks = 1
 		}
 		heartbeat(tasks, "idle")
+		recordStart()
 		<-term
 		heartbeat(0, "stopping")
 		return 0
@@ -492,6 +504,7 @@ func TestModuleDisableStops(t *testing.T) {
 		t.Run(flag, func(t *testing.T) {
 			h := start(t, []string{"run-busy"}, nil)
 			h.await("ok", func(s Status) bool { return s.State == StateOK })
+			h.awaitStarts(1)
 			os.WriteFile(filepath.Join(h.modDir, flag), nil, 0o644)
 			select {
 			case err := <-h.done:
