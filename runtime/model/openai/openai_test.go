@@ -27,8 +27,17 @@ var update = flag.Bool("update", false, "rewrite testdata golden files")
 
 func open(t testing.TB, baseURL string, logger *slog.Logger) model.Provider {
 	t.Helper()
+	return openWith(t, baseURL, modeltest.Opts{Logger: logger})
+}
+
+func openWith(t testing.TB, baseURL string, o modeltest.Opts) model.Provider {
+	t.Helper()
+	timeout := o.Timeout
+	if timeout == 0 {
+		timeout = modeltest.HeaderTimeout
+	}
 	p, err := New(model.Config{Provider: "openai", BaseURL: baseURL, Model: "test-model", Key: modeltest.Key,
-		Timeout: modeltest.HeaderTimeout}, &Options{Logger: logger, Retry: modeltest.FastRetry})
+		Timeout: timeout}, &Options{Logger: o.Logger, Retry: modeltest.FastRetry})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,12 +234,12 @@ func TestFailures(t *testing.T) {
 			chunk(`{}`, "tool_calls")),
 			Want: errcode.ModelProtocol, Requests: 1, AfterHeaders: true},
 	)
-	modeltest.RunFailures(t, cases, open)
+	modeltest.RunFailures(t, cases, openWith)
 }
 
 func TestRetries(t *testing.T) {
 	t.Parallel()
-	modeltest.RunRetries(t, open, okHandler)
+	modeltest.RunRetries(t, openWith, okHandler)
 }
 
 func TestIdleTimeout(t *testing.T) {

@@ -8,6 +8,7 @@ package modeltest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,8 +39,11 @@ var FastRetry = model.RetryPolicy{Base: time.Millisecond, Cap: 4 * time.Millisec
 // test can prove it never shows up in an error, a detail or a log line.
 const Key = "sk-agentlab-LEAKCANARY-7f3a9c2e51d04b8f"
 
-// HeaderTimeout is the connect and header timeout the tests configure.
-const HeaderTimeout = 300 * time.Millisecond
+// HeaderTimeout is the connect and header timeout the tests configure:
+// short, but long enough for a TLS handshake on a loaded machine under the
+// race detector (a handshake that times out is rightly retried, which
+// would change the counts).
+const HeaderTimeout = time.Second
 
 // Server is a local model endpoint for one test.
 type Server struct {
@@ -48,9 +53,17 @@ type Server struct {
 	Requests atomic.Int32
 	// Conns counts accepted connections.
 	Conns atomic.Int32
-	// Times are the arrival times of the requests.
-	mu    sync.Mutex
-	times []time.Time
+	mu     sync.Mutex
+	times  []time.Time // arrival time of each request
+	bodies []string    // body of each request (HTTP servers only)
+	peers  []string    // remote address of each connection (HTTP servers only)
+}
+
+// Bodies returns the body of each request an HTTP server saw.
+func (s *Server) Bodies() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.bodies...)
 }
 
 // Times returns the arrival time of each request.
@@ -73,13 +86,20 @@ func HTTP(t testing.TB, tls bool, h http.HandlerFunc) *Server {
 	t.Helper()
 	s := &Server{}
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		s.mu.Lock()
+		s.bodies = append(s.bodies, string(b))
+		s.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(b))
 		s.hit()
 		h(w, r)
-		_, _ = io.Copy(io.Discard, r.Body)
 	}))
-	ts.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+	ts.Config.ConnState = func(c net.Conn, st http.ConnState) {
 		if st == http.StateNew {
 			s.Conns.Add(1)
+			s.mu.Lock()
+			s.peers = append(s.peers, c.RemoteAddr().String())
+			s.mu.Unlock()
 		}
 	}
 	// The standard library logs TLS handshake errors; they are expected.
@@ -189,16 +209,24 @@ func Hang(r *http.Request) {
 	<-r.Context().Done()
 }
 
-// Refused returns a URL on which nothing listens.
+// Refused returns a URL whose port refuses connections: a socket is bound
+// to it but never listens, so no other test's server can take the port
+// while this test runs (a closed listener's port could be reused).
 func Refused(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 }
 
 // Reset closes c with an RST instead of a FIN.
@@ -229,6 +257,8 @@ type Case struct {
 	AfterHeaders bool
 	// More checks the error further, when set.
 	More func(t testing.TB, e *errcode.Error)
+	// Timeout overrides HeaderTimeout for this case.
+	Timeout time.Duration
 }
 
 func status(code int, header ...string) http.HandlerFunc {
@@ -289,7 +319,10 @@ func Failures(firstEvent, garbage string) []Case {
 		{Name: "clean close mid stream", Raw: func(c *net.TCPConn) {
 			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n%s", firstEvent)
 		}, Want: errcode.ModelStreamInterrupted, Requests: 1, AfterHeaders: true},
-		{Name: "untrusted certificate", TLS: true, Handler: status(200), Want: errcode.ModelTLSFailed, Requests: -1, Conns: 1},
+		// A generous timeout: under load a handshake can take over a
+		// second, and a handshake timeout is rightly retried.
+		{Name: "untrusted certificate", TLS: true, Handler: status(200), Want: errcode.ModelTLSFailed, Requests: -1, Conns: 1,
+			Timeout: 30 * time.Second},
 		{Name: "plain HTTP server behind https", Conn: func(c *net.TCPConn) {
 			// Answer the ClientHello in plain HTTP, then wait for the
 			// client to give up, so it reads the answer before any RST.
@@ -297,7 +330,7 @@ func Failures(firstEvent, garbage string) []Case {
 			_, _ = c.Read(make([]byte, 1))
 			io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
 			_, _ = io.Copy(io.Discard, c)
-		}, Want: errcode.ModelTLSFailed, Conns: 1},
+		}, Want: errcode.ModelTLSFailed, Conns: 1, Timeout: 30 * time.Second},
 		// The TCP connection opens but the TLS handshake never completes:
 		// a connect timeout, the one timeout that is retried.
 		{Name: "TLS handshake timeout", Conn: func(c *net.TCPConn) {
@@ -315,7 +348,15 @@ func Failures(firstEvent, garbage string) []Case {
 }
 
 // Open makes the provider under test for a base URL.
-type Open func(t testing.TB, baseURL string, logger *slog.Logger) model.Provider
+type Open func(t testing.TB, baseURL string, o Opts) model.Provider
+
+// Opts configure the provider under test.
+type Opts struct {
+	Logger *slog.Logger
+	// Timeout is the connect and header timeout; zero means
+	// HeaderTimeout.
+	Timeout time.Duration
+}
 
 // RunFailures runs every case against the provider made by open.
 func RunFailures(t *testing.T, cases []Case, open Open) {
@@ -339,7 +380,7 @@ func RunFailures(t *testing.T, cases []Case, open Open) {
 			}
 			logs := &syncBuffer{}
 			logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-			p := open(t, url, logger)
+			p := open(t, url, Opts{Logger: logger, Timeout: tc.Timeout})
 			afterHeaders, err := Drain(context.Background(), p)
 			NoLeak(t, err, logs.String())
 			e := Check(t, err, tc.Want, tc.Details)
@@ -361,7 +402,9 @@ func RunFailures(t *testing.T, cases []Case, open Open) {
 			}
 			if srv != nil && tc.Conns > 0 {
 				if got := srv.Conns.Load(); got != tc.Conns {
-					t.Errorf("server saw %d connections, want %d", got, tc.Conns)
+					srv.mu.Lock()
+					t.Errorf("server saw %d connections (from %v), want %d; log:\n%s", got, srv.peers, tc.Conns, logs.String())
+					srv.mu.Unlock()
 				}
 			}
 		})
@@ -465,7 +508,7 @@ func RunRetries(t *testing.T, open Open, ok http.HandlerFunc) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		logs := &syncBuffer{}
-		_, err := Drain(ctx, open(t, srv.URL, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+		_, err := Drain(ctx, open(t, srv.URL, Opts{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}))
 		NoLeak(t, err, logs.String())
 		Check(t, err, errcode.ModelUnavailable, map[string]any{"status": 503, "retryAfterSeconds": 2})
 		if ctx.Err() != nil {
@@ -483,7 +526,7 @@ func RunRetries(t *testing.T, open Open, ok http.HandlerFunc) {
 			cancel()
 			status(429, "Retry-After", "2")(w, r)
 		})
-		_, err := Drain(ctx, open(t, srv.URL, nil))
+		_, err := Drain(ctx, open(t, srv.URL, Opts{}))
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}
@@ -501,7 +544,7 @@ func retryAfterThenOK(t *testing.T, open Open, ok http.HandlerFunc, retryAfter f
 	})
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	if _, err := Drain(context.Background(), open(t, srv.URL, logger)); err != nil {
+	if _, err := Drain(context.Background(), open(t, srv.URL, Opts{Logger: logger})); err != nil {
 		t.Fatalf("Drain: %v", err)
 	}
 	NoLeak(t, nil, logs.String())
@@ -511,6 +554,9 @@ func retryAfterThenOK(t *testing.T, open Open, ok http.HandlerFunc, retryAfter f
 	times := srv.Times()
 	if len(times) != 2 {
 		t.Fatalf("server saw %d requests, want 2", len(times))
+	}
+	if b := srv.Bodies(); b[0] == "" || b[0] != b[1] {
+		t.Errorf("the retry sent a different body:\n%s\n%s", b[0], b[1])
 	}
 	// The backoff base is 1 ms, so only retry-after explains a wait of
 	// most of a second (an HTTP date has a one-second resolution).
