@@ -52,7 +52,7 @@ type Server struct {
 	// servers, connections that sent a request).
 	Requests atomic.Int32
 	// Conns counts accepted connections.
-	Conns atomic.Int32
+	Conns  atomic.Int32
 	mu     sync.Mutex
 	times  []time.Time // arrival time of each request
 	bodies []string    // body of each request (HTTP servers only)
