@@ -85,7 +85,7 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
 		r := req
 		if attempt > 0 {
-			// wait only allows a retry when GetBody is set.
+			// A retry only happens when replayable(req), so GetBody is set.
 			body, err := req.GetBody()
 			if err != nil {
 				return nil, Map(Failure{Err: err})
