@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -667,4 +668,36 @@ func TestActiveTaskInMarker(t *testing.T) {
 
 func storeEvent(seq int64, task, typ, body string) store.Event {
 	return store.Event{Seq: seq, TaskID: task, Type: typ, Body: json.RawMessage(body)}
+}
+
+// TestNoGoroutineLeaks: connections that prompt, cancel and disconnect
+// leave nothing running once the agent's connections and the engine are
+// closed (not parallel: it counts the process's goroutines).
+func TestNoGoroutineLeaks(t *testing.T) {
+	before := runtime.NumGoroutine()
+	h := newHarness(t, harnessOpts{})
+	c := h.connect(desktop)
+	id := c.newSession(nil)
+	h.model.Push(enginetest.Text("hi"))
+	c.mustCall("session/prompt", textPrompt(id, "x"), nil)
+	h.model.Push(enginetest.Reply{Hold: true})
+	req := c.request("session/prompt", textPrompt(id, "y"))
+	waitFor(t, func() bool { return h.e.Stats().Running == 1 })
+	c.notify("session/cancel", map[string]any{"sessionId": id})
+	c.response(req)
+	d := h.connect(desktop)
+	h.model.Push(enginetest.Reply{Hold: true})
+	d.request("session/prompt", textPrompt(id, "z"))
+	waitFor(t, func() bool { return h.e.Stats().Running == 1 })
+	d.conn.Close() // gone mid-turn: the task keeps running until shutdown
+	c.conn.Close()
+	h.shutdown()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines before, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

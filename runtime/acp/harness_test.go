@@ -34,6 +34,7 @@ type harness struct {
 	tools *enginetest.Tools
 	model *enginetest.Model
 	wg    sync.WaitGroup
+	once  sync.Once
 	stop  context.CancelFunc
 	ctx   context.Context
 }
@@ -68,17 +69,23 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	}
 	h.st, h.e, h.a = st, e, New(e, ao)
 	h.ctx, h.stop = context.WithCancel(context.Background())
-	t.Cleanup(func() {
+	t.Cleanup(h.shutdown)
+	return h
+}
+
+// shutdown ends every connection, then the engine and the store. It is
+// idempotent.
+func (h *harness) shutdown() {
+	h.once.Do(func() {
 		h.stop()
 		h.wg.Wait()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := e.Close(ctx); err != nil {
-			t.Errorf("engine close: %v", err)
+		if err := h.e.Close(ctx); err != nil {
+			h.t.Errorf("engine close: %v", err)
 		}
-		st.Close()
+		h.st.Close()
 	})
-	return h
 }
 
 // client is a line-level JSON-RPC client on one connection.

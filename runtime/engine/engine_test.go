@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -825,5 +826,39 @@ func TestFollowerReadsInOrder(t *testing.T) {
 	}
 	if n != len(seqs) {
 		t.Fatalf("late follower read %d of %d", n, len(seqs))
+	}
+}
+
+// TestNoGoroutineLeaks runs turns that end every way and checks that a
+// closed engine leaves no goroutine behind (not parallel: it counts the
+// process's goroutines while the parallel tests wait).
+func TestNoGoroutineLeaks(t *testing.T) {
+	before := runtime.NumGoroutine()
+	h := newHarness(t, func(o *engine.Options) { o.Limits.CancelGrace = 50 * time.Millisecond })
+	id := h.session(desktop, nil)
+	h.model.Push(enginetest.Text("a", "b"),
+		enginetest.Calls(enginetest.Call("c", "echo", map[string]string{"text": "x"})), enginetest.Text("done"),
+		enginetest.Reply{Err: errcode.New(errcode.ModelUnavailable, "down")},
+		enginetest.Calls(enginetest.Call("h", "hang", nil)))
+	h.run(desktop, id, "1")
+	h.run(desktop, id, "2")
+	h.run(desktop, id, "3")
+	started := h.tools.Started()
+	turn := h.submit(desktop, id, "4")
+	<-started
+	h.e.CancelSession(context.Background(), id, "test")
+	wait(t, turn)
+	h.tools.Release()
+	h.model.Push(enginetest.Reply{Hold: true})
+	h.submit(desktop, id, "5") // still running when the engine closes
+	waitFor(t, func() bool { return h.e.Stats().Running == 1 })
+	h.close()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines before, %d after close:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
