@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/model"
@@ -90,9 +91,9 @@ func readModelKey(data, keyFile string, lookupEnv func(string) (string, bool)) (
 		k, err := model.KeyFromFile(keyFile)
 		return k, "--model-key-file", err
 	}
-	if _, ok := lookupEnv(ModelKeyEnv); ok {
-		k, err := model.KeyFromEnv(ModelKeyEnv)
+	if v, ok := lookupEnv(ModelKeyEnv); ok {
 		os.Unsetenv(ModelKeyEnv)
+		k, err := model.KeyFromReader(strings.NewReader(v))
 		return k, "$" + ModelKeyEnv, err
 	}
 	path := filepath.Join(data, modelKeyFile)

@@ -1,0 +1,205 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentoslab/agentlab/runtime/engine/enginetest"
+	"github.com/agentoslab/agentlab/runtime/supervise"
+)
+
+func writeFile(t *testing.T, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadModels(t *testing.T) {
+	t.Parallel()
+	const cfg = `{"provider":"openai","baseUrl":"https://api.example.com/v1","model":"m","choices":["m","n"]}`
+	env := func(vals map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := vals[k]; return v, ok }
+	}
+	tests := []struct {
+		name    string
+		config  string
+		keyFile string // content of <data>/model.key (mode 0600) when set
+		keyMode os.FileMode
+		flagKey string // content of the --model-key-file when set
+		env     map[string]string
+		want    bool
+	}{
+		{"no configuration", "", "", 0, "", nil, false},
+		{"scripted needs no key", `{"provider":"scripted","model":"s"}`, "", 0, "", nil, true},
+		{"http provider without a key", cfg, "", 0, "", nil, false},
+		{"key in model.key", cfg, "sk-file", 0o600, "", nil, true},
+		{"model.key readable by others is refused", cfg, "sk-file", 0o644, "", nil, false},
+		{"key from the environment", cfg, "", 0, "", map[string]string{ModelKeyEnv: "sk-env"}, true},
+		{"key from --model-key-file", cfg, "", 0, "sk-flag", nil, true},
+		{"unknown field", `{"provider":"scripted","key":"sk-inline"}`, "", 0, "", nil, false},
+		{"not JSON", `provider: scripted`, "", 0, "", nil, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			data := t.TempDir()
+			if tc.config != "" {
+				writeFile(t, filepath.Join(data, modelConfigFile), tc.config, 0o600)
+			}
+			if tc.keyFile != "" {
+				writeFile(t, filepath.Join(data, modelKeyFile), tc.keyFile, tc.keyMode)
+			}
+			flagPath := ""
+			if tc.flagKey != "" {
+				flagPath = filepath.Join(t.TempDir(), "key")
+				writeFile(t, flagPath, tc.flagKey, 0o600)
+			}
+			var logs strings.Builder
+			log := slog.New(slog.NewTextHandler(&logs, nil))
+			src := loadModels(data, flagPath, env(tc.env), log)
+			if (src != nil) != tc.want {
+				t.Fatalf("model source %v, want %v; log:\n%s", src != nil, tc.want, logs.String())
+			}
+			if src != nil {
+				cfg, p, ok := src.Current()
+				if !ok || p == nil || cfg.Provider == "" {
+					t.Fatalf("current %+v %v", cfg, ok)
+				}
+			}
+			for _, secret := range []string{"sk-file", "sk-env", "sk-flag", "sk-inline"} {
+				if strings.Contains(logs.String(), secret) {
+					t.Fatalf("the key reached the log:\n%s", logs.String())
+				}
+			}
+		})
+	}
+}
+
+func TestHeartbeat(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	h := newHeartbeat(data, time.Hour)
+	path := filepath.Join(data, "heartbeat")
+	if err := h.set(stateStarting, 0); err != nil {
+		t.Fatal(err)
+	}
+	read := func() *supervise.Heartbeat {
+		t.Helper()
+		hb, err := supervise.ReadHeartbeat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hb
+	}
+	if hb := read(); hb.State != "starting" || hb.PID != os.Getpid() || hb.Tasks != 0 || hb.At == 0 {
+		t.Fatalf("starting: %+v", hb)
+	}
+	tasks := make(chan int, 1)
+	tasks <- 2
+	n := 0
+	h.start(func() int {
+		select {
+		case n = <-tasks:
+		default:
+		}
+		return n
+	})
+	waitFor(t, func() bool { hb := read(); return hb.State == "busy" && hb.Tasks == 2 })
+	tasks <- 0
+	h.poke()
+	waitFor(t, func() bool { return read().State == "idle" })
+	h.close()
+	h.set(stateStopping, 0)
+	if hb := read(); hb.State != "stopping" {
+		t.Fatalf("stopping: %+v", hb)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestStdioAnswersAfterInputEnds runs Stdio in-process over pipes: the
+// input ends right after a prompt, the prompt is still answered in full,
+// and Stdio returns once the task is done.
+func TestStdioAnswersAfterInputEnds(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	writeFile(t, filepath.Join(data, modelConfigFile), `{"provider":"scripted","model":"s"}`, 0o600)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- Stdio(context.Background(), &Options{Data: data, Version: "t", Tools: &enginetest.Tools{}}, inR, outW)
+		outW.Close()
+	}()
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(nil, 1<<20)
+	send := func(s string) { inW.Write([]byte(s + "\n")) }
+	send(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`)
+	var created struct {
+		Result struct {
+			SessionID string `json:"sessionId"`
+		} `json:"result"`
+	}
+	if !lines.Scan() || json.Unmarshal(lines.Bytes(), &created) != nil || created.Result.SessionID == "" {
+		t.Fatalf("session/new: %s", lines.Text())
+	}
+	send(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"` + created.Result.SessionID +
+		`","prompt":[{"type":"text","text":"#!agentos-script\nsteps:\n  - text: [\"a\", \"b\", \"c\"]\n    intervalMs: 30"}]}}`)
+	inW.Close()
+	var text strings.Builder
+	for lines.Scan() {
+		var m struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Params struct {
+				Update struct {
+					Content struct {
+						Text string `json:"text"`
+					} `json:"content"`
+				} `json:"update"`
+			} `json:"params"`
+		}
+		json.Unmarshal(lines.Bytes(), &m)
+		text.WriteString(m.Params.Update.Content.Text)
+		if m.ID == 2 {
+			if !strings.Contains(string(m.Result), "end_turn") {
+				t.Fatalf("answer %s", lines.Text())
+			}
+			break
+		}
+	}
+	if text.String() != "abc" {
+		t.Fatalf("streamed %q", text.String())
+	}
+	go io.Copy(io.Discard, outR)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stdio did not return after its input ended")
+	}
+	hb, err := supervise.ReadHeartbeat(filepath.Join(data, "heartbeat"))
+	if err != nil || hb.State != "stopping" {
+		t.Fatalf("heartbeat %+v %v", hb, err)
+	}
+}
