@@ -701,3 +701,34 @@ func TestNoGoroutineLeaks(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestReplayOrdersQueuedPrompts: replay shows a prompt when its task
+// starts, so one queued behind a running task follows that task's answer;
+// a prompt cancelled while queued is still shown, unanswered.
+func TestReplayOrdersQueuedPrompts(t *testing.T) {
+	t.Parallel()
+	m := newMapper(true)
+	var got []string
+	for i, e := range []struct{ task, typ, body string }{
+		{"t1", engine.EvTaskQueued, `{"text":"first"}`},
+		{"t1", engine.EvTaskStarted, `{}`},
+		{"t2", engine.EvTaskQueued, `{"text":"second"}`},
+		{"t3", engine.EvTaskQueued, `{"text":"third"}`},
+		{"t1", engine.EvMessageDelta, `{"text":"answer one"}`},
+		{"t1", engine.EvTaskCompleted, `{}`},
+		{"t3", engine.EvTaskCancelled, `{}`},
+		{"t2", engine.EvTaskStarted, `{}`},
+		{"t2", engine.EvMessageDelta, `{"text":"answer two"}`},
+	} {
+		for _, u := range m.updates(storeEvent(int64(i+1), e.task, e.typ, e.body)) {
+			b, _ := json.Marshal(u)
+			var x update
+			json.Unmarshal(b, &x.Update)
+			got = append(got, x.Update.Kind+":"+x.text())
+		}
+	}
+	want := "[user_message_chunk:first agent_message_chunk:answer one user_message_chunk:third user_message_chunk:second agent_message_chunk:answer two]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("replay\n got %v\nwant %s", got, want)
+	}
+}

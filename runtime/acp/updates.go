@@ -26,20 +26,42 @@ type mapper struct {
 	replay bool
 	// open lists, per task, the tool calls that have no final status yet.
 	open map[string][]string
+	// prompts holds, in replay, the prompts of tasks not started yet: a
+	// prompt is shown when its task starts, so a prompt queued behind a
+	// running task comes after that task's answer, as the model saw it.
+	prompts map[string]string
 }
 
-func newMapper(replay bool) *mapper { return &mapper{replay: replay, open: map[string][]string{}} }
+func newMapper(replay bool) *mapper {
+	return &mapper{replay: replay, open: map[string][]string{}, prompts: map[string]string{}}
+}
 
 // updates maps one event; most event types map to nothing.
 func (m *mapper) updates(ev store.Event) []sdk.SessionUpdate {
-	switch ev.Type {
-	case engine.EvTaskQueued:
-		if !m.replay {
-			return nil
+	if ev.Type == engine.EvTaskQueued {
+		if m.replay {
+			var b engine.TaskQueuedBody
+			json.Unmarshal(ev.Body, &b)
+			m.prompts[ev.TaskID] = b.Text
 		}
-		var b engine.TaskQueuedBody
-		json.Unmarshal(ev.Body, &b)
-		return textUpdates(b.Text, sdk.UpdateUserMessageText)
+		return nil
+	}
+	out := m.prompt(ev.TaskID)
+	return append(out, m.mapEvent(ev)...)
+}
+
+// prompt returns the user message of a task about to show its first event.
+func (m *mapper) prompt(taskID string) []sdk.SessionUpdate {
+	text, ok := m.prompts[taskID]
+	if !ok {
+		return nil
+	}
+	delete(m.prompts, taskID)
+	return textUpdates(text, sdk.UpdateUserMessageText)
+}
+
+func (m *mapper) mapEvent(ev store.Event) []sdk.SessionUpdate {
+	switch ev.Type {
 	case engine.EvMessageDelta:
 		var b engine.TextBody
 		json.Unmarshal(ev.Body, &b)

@@ -20,7 +20,8 @@ type convCache struct {
 const maxCachedChars = 1 << 20
 
 // conversation rebuilds what the model sees from the log: the last
-// ReplayTurns turns of the session up to and including t's prompt. The
+// ReplayTurns turns of the session up to t's start, which includes t's
+// prompt. The
 // log is the only memory, so a restarted runtime continues a session
 // exactly where the log ends. The folded result is cached on the session
 // so the next task reads only the events written since.
@@ -29,14 +30,14 @@ func (e *Engine) conversation(ctx context.Context, t *task) ([]model.Message, er
 	s.convMu.Lock()
 	defer s.convMu.Unlock()
 	c := s.conv
-	if c == nil || c.upto >= t.queuedSeq {
+	if c == nil || c.upto >= t.startedSeq {
 		start, err := e.store.ReplayStart(ctx, s.id, e.lim.ReplayTurns)
 		if err != nil {
 			return nil, e.storeErr(err)
 		}
 		c = &convCache{f: folder{maxTurns: e.lim.ReplayTurns}, upto: start - 1}
 	}
-	for c.upto < t.queuedSeq {
+	for c.upto < t.startedSeq {
 		evs, err := e.store.Events(ctx, s.id, c.upto, replayBatch)
 		if err != nil {
 			s.conv = nil
@@ -46,7 +47,7 @@ func (e *Engine) conversation(ctx context.Context, t *task) ([]model.Message, er
 			break
 		}
 		for _, ev := range evs {
-			if ev.Seq > t.queuedSeq {
+			if ev.Seq > t.startedSeq {
 				break
 			}
 			c.f.add(ev)
@@ -61,20 +62,24 @@ func (e *Engine) conversation(ctx context.Context, t *task) ([]model.Message, er
 	return msgs, nil
 }
 
-// folder folds log events into model messages: a prompt is a user
-// message; text and tool calls up to the next tool result form one
+// folder folds log events into model messages: a task's prompt is a
+// user message, placed when the task starts (a prompt queued behind a
+// running task is logged before that task's answer, but the model must
+// see it after); text and tool calls up to the next tool result form one
 // assistant message; each tool result is a tool message. Calls a turn left
 // without a result (a crash, a cancel) get an error result, because
-// providers require an answer to every call. With maxTurns set it keeps
-// only the last maxTurns turns.
+// providers require an answer to every call. A task cancelled before it
+// started never reached the model and is left out. With maxTurns set only
+// the last maxTurns turns are kept.
 type folder struct {
 	maxTurns int
 
-	msgs  []model.Message
-	turns []int          // index in msgs where each turn's prompt is
-	cur   *model.Message // assistant message being built
-	open  []string       // tool calls of cur without a result yet
-	chars int            // text held, roughly, for the cache bound
+	msgs    []model.Message
+	turns   []int             // index in msgs where each turn's prompt is
+	cur     *model.Message    // assistant message being built
+	open    []string          // tool calls of cur without a result yet
+	pending map[string]string // prompts of tasks not started yet, by task
+	chars   int               // text held, roughly, for the cache bound
 }
 
 func (f *folder) add(ev store.Event) {
@@ -82,10 +87,25 @@ func (f *folder) add(ev store.Event) {
 	case EvTaskQueued:
 		var b TaskQueuedBody
 		json.Unmarshal(ev.Body, &b)
+		if f.pending == nil {
+			f.pending = map[string]string{}
+		}
+		f.pending[ev.TaskID] = b.Text
+		return
+	case EvTaskStarted:
+		f.begin(ev.TaskID)
+		return
+	}
+	if IsTerminal(ev.Type) {
+		if _, never := f.pending[ev.TaskID]; never {
+			delete(f.pending, ev.TaskID)
+			return
+		}
 		f.endTurn()
-		f.turns = append(f.turns, len(f.msgs))
-		f.push(model.Message{Role: model.RoleUser, Text: b.Text})
-		f.trim()
+		return
+	}
+	f.begin(ev.TaskID)
+	switch ev.Type {
 	case EvMessageDelta:
 		var b TextBody
 		json.Unmarshal(ev.Body, &b)
@@ -109,11 +129,20 @@ func (f *folder) add(ev store.Event) {
 			}
 		}
 		f.push(model.Message{Role: model.RoleTool, ToolCallID: b.ToolCallID, Text: b.Text, IsError: b.IsError})
-	default:
-		if IsTerminal(ev.Type) {
-			f.endTurn()
-		}
 	}
+}
+
+// begin places a task's prompt when the task starts (or first shows up).
+func (f *folder) begin(taskID string) {
+	text, ok := f.pending[taskID]
+	if !ok {
+		return
+	}
+	delete(f.pending, taskID)
+	f.endTurn()
+	f.turns = append(f.turns, len(f.msgs))
+	f.push(model.Message{Role: model.RoleUser, Text: text})
+	f.trim()
 }
 
 func (f *folder) push(m model.Message) {

@@ -30,6 +30,7 @@ func TestFolder(t *testing.T) {
 		ev(EvToolSettled, ToolSettledBody{ToolCallID: "a"}),
 		ev(EvTaskRecoveryRequired, TaskEndBody{}), // crashed before b answered
 		ev(EvTaskQueued, TaskQueuedBody{Text: "q2"}),
+		ev(EvTaskStarted, nil),
 		ev(EvMessageDelta, TextBody{Text: "answer"}),
 		ev(EvTaskCompleted, TaskEndBody{}),
 	}
@@ -66,10 +67,12 @@ func TestFolderKeepsTheLastTurns(t *testing.T) {
 	f := folder{maxTurns: 2}
 	for i := range 5 {
 		b, _ := json.Marshal(TaskQueuedBody{Text: fmt.Sprint("q", i)})
-		f.add(store.Event{Type: EvTaskQueued, Body: b})
+		task := fmt.Sprint("t", i)
+		f.add(store.Event{Type: EvTaskQueued, TaskID: task, Body: b})
+		f.add(store.Event{Type: EvTaskStarted, TaskID: task, Body: []byte(`{}`)})
 		b, _ = json.Marshal(TextBody{Text: fmt.Sprint("a", i)})
-		f.add(store.Event{Type: EvMessageDelta, Body: b})
-		f.add(store.Event{Type: EvTaskCompleted, Body: []byte(`{}`)})
+		f.add(store.Event{Type: EvMessageDelta, TaskID: task, Body: b})
+		f.add(store.Event{Type: EvTaskCompleted, TaskID: task, Body: []byte(`{}`)})
 	}
 	var got []string
 	for _, m := range f.snapshot() {
@@ -80,5 +83,37 @@ func TestFolderKeepsTheLastTurns(t *testing.T) {
 	}
 	if f.chars != len("q3a3q4a4") {
 		t.Fatalf("chars %d", f.chars)
+	}
+}
+
+// TestFolderOrdersQueuedPrompts: a prompt queued while another task runs
+// is logged before that task's answer, but the model sees it after; a
+// prompt cancelled before it started is left out.
+func TestFolderOrdersQueuedPrompts(t *testing.T) {
+	t.Parallel()
+	ev := func(task, typ string, body any) store.Event {
+		b, _ := json.Marshal(body)
+		return store.Event{TaskID: task, Type: typ, Body: b}
+	}
+	var f folder
+	for _, e := range []store.Event{
+		ev("t1", EvTaskQueued, TaskQueuedBody{Text: "first"}),
+		ev("t1", EvTaskStarted, nil),
+		ev("t2", EvTaskQueued, TaskQueuedBody{Text: "second"}),
+		ev("t3", EvTaskQueued, TaskQueuedBody{Text: "dropped"}),
+		ev("t1", EvMessageDelta, TextBody{Text: "answer one"}),
+		ev("t1", EvTaskCompleted, TaskEndBody{}),
+		ev("t3", EvTaskCancelled, TaskEndBody{}),
+		ev("t2", EvTaskStarted, nil),
+		ev("t2", EvMessageDelta, TextBody{Text: "answer two"}),
+	} {
+		f.add(e)
+	}
+	var got []string
+	for _, m := range f.snapshot() {
+		got = append(got, m.Text)
+	}
+	if fmt.Sprint(got) != "[first answer one second answer two]" {
+		t.Fatalf("messages %q", got)
 	}
 }

@@ -862,3 +862,24 @@ func TestNoGoroutineLeaks(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestQueuedPromptSeesTheAnswerBeforeIt: a prompt queued while another
+// runs reaches the model after that task's answer, not before it.
+func TestQueuedPromptSeesTheAnswerBeforeIt(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	id := h.session(desktop, nil)
+	h.model.Push(enginetest.Reply{Events: enginetest.Text("answer one").Events, Delay: 30 * time.Millisecond}, enginetest.Text("answer two"))
+	first := h.submit(desktop, id, "first")
+	waitFor(t, func() bool { return len(h.model.Requests()) == 1 })
+	second := h.submit(desktop, id, "second")
+	wait(t, first)
+	wait(t, second)
+	var got []string
+	for _, m := range h.model.Requests()[1].Messages {
+		got = append(got, m.Text)
+	}
+	if fmt.Sprint(got) != "[first answer one second]" {
+		t.Fatalf("second request saw %q", got)
+	}
+}

@@ -66,6 +66,7 @@ type task struct {
 	err        *errcode.Error
 	lastSeq    int64
 	queuedSeq  int64
+	startedSeq int64
 }
 
 // moveSpec is one requested move with what it writes.
@@ -118,8 +119,11 @@ func (e *Engine) move(ctx context.Context, t *task, m moveSpec) error {
 	t.moving = false
 	if err == nil {
 		t.lastSeq = ev.Seq
-		if from == "" {
+		switch m.to {
+		case store.TaskQueued:
 			t.queuedSeq = ev.Seq
+		case store.TaskRunning:
+			t.startedSeq = ev.Seq
 		}
 	}
 	done, changed := e.afterMoveLocked(t, from, m, err)
