@@ -10,7 +10,7 @@
 // # Data directory
 //
 //	agentos.db       the store (SQLite, WAL)
-//	model.json       the model configuration (provider, baseUrl, model, choices, script; never the key)
-//	model.key        the model key alone, mode 0600 (or --model-key-file, or $AGENTOS_MODEL_KEY)
+//	model.json       the model configuration (package modelconf; never the key)
+//	model.key        the model key alone, mode 0600 (else --model-key-file or $AGENTOS_MODEL_KEY)
 //	heartbeat        key=value: pid, tasks, at (unix ms), state — read by the supervisor
 package daemon

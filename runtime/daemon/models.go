@@ -1,105 +1,52 @@
 package daemon
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/model"
-	"github.com/agentoslab/agentlab/runtime/model/providers"
+	"github.com/agentoslab/agentlab/runtime/modelconf"
 )
 
-// Files of the model configuration in the data directory.
-const (
-	modelConfigFile = "model.json"
-	modelKeyFile    = "model.key"
-	// ModelKeyEnv is the environment variable a key may come from; it is
-	// removed from the environment once read, so children never inherit it.
-	ModelKeyEnv = "AGENTOS_MODEL_KEY"
-	// maxModelConfig bounds model.json.
-	maxModelConfig = 64 << 10
-)
+// ModelKeyEnv is the environment variable a key may come from; it is
+// removed from the environment once read, so children never inherit it.
+const ModelKeyEnv = "AGENTOS_MODEL_KEY"
 
-// loadModels reads <data>/model.json and the key and opens the provider.
-// The key comes from keyFile when set, else $AGENTOS_MODEL_KEY, else
-// <data>/model.key; never from a command-line value. Without a
-// configuration, or with one that cannot be used, the runtime runs
-// without a model: every task then fails model_not_configured without a
-// request. Problems are logged without the key.
+// loadModels is the model configuration of package modelconf
+// (<data>/model.json and <data>/model.key). A key given at start —
+// keyFile, else $AGENTOS_MODEL_KEY, never a command-line value — is used
+// while no model.key exists. Without a usable configuration the runtime
+// runs without a model: every task then fails model_not_configured
+// without a request. Problems are logged without the key.
 func loadModels(data, keyFile string, lookupEnv func(string) (string, bool), log *slog.Logger) engine.ModelSource {
-	cfg, err := readModelConfig(filepath.Join(data, modelConfigFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		log.Info("no model configured")
-		return nil
+	key, err := startupKey(keyFile, lookupEnv)
+	if err != nil {
+		log.Warn("model key not read", "err", err)
 	}
+	ms, err := modelconf.Open(data, &modelconf.Options{FallbackKey: key, Logger: log})
 	if err != nil {
 		log.Warn("model configuration unusable; running without a model", "err", err)
 		return nil
 	}
-	key, source, err := readModelKey(data, keyFile, lookupEnv)
-	if err != nil {
-		log.Warn("model key unreadable; running without a model", "source", source, "err", err)
-		return nil
-	}
-	cfg.Key = key
-	p, err := providers.Open(cfg, &providers.Options{Logger: log})
-	if err != nil {
-		log.Warn("model provider not opened; running without a model", "provider", cfg.Provider, "err", err)
-		return nil
-	}
-	log.Info("model configured", "provider", cfg.Provider, "keySource", source)
-	return engine.StaticModel(cfg, p)
+	return ms
 }
 
-func readModelConfig(path string) (model.Config, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return model.Config{}, err
-	}
-	defer f.Close()
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(f, maxModelConfig+1)); err != nil {
-		return model.Config{}, fmt.Errorf("read %s: %w", filepath.Base(path), err)
-	}
-	if buf.Len() > maxModelConfig {
-		return model.Config{}, fmt.Errorf("%s is larger than %d bytes", filepath.Base(path), maxModelConfig)
-	}
-	dec := json.NewDecoder(&buf)
-	dec.DisallowUnknownFields()
-	var cfg model.Config
-	if err := dec.Decode(&cfg); err != nil {
-		return model.Config{}, fmt.Errorf("parse %s: %w", filepath.Base(path), err)
-	}
-	if cfg.Provider == "" {
-		return model.Config{}, fmt.Errorf("%s names no provider", filepath.Base(path))
-	}
-	return cfg, nil
-}
-
-// readModelKey returns the key and where it came from ("" key: none, which
-// the scripted provider accepts).
-func readModelKey(data, keyFile string, lookupEnv func(string) (string, bool)) (string, string, error) {
+// startupKey reads keyFile, else $AGENTOS_MODEL_KEY ("" when neither).
+func startupKey(keyFile string, lookupEnv func(string) (string, bool)) (string, error) {
 	if keyFile != "" {
-		k, err := model.KeyFromFile(keyFile)
-		return k, "--model-key-file", err
+		return model.KeyFromFile(keyFile)
 	}
-	if v, ok := lookupEnv(ModelKeyEnv); ok {
-		os.Unsetenv(ModelKeyEnv)
-		k, err := model.KeyFromReader(strings.NewReader(v))
-		return k, "$" + ModelKeyEnv, err
+	v, ok := lookupEnv(ModelKeyEnv)
+	if !ok {
+		return "", nil
 	}
-	path := filepath.Join(data, modelKeyFile)
-	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		return "", "none", nil
+	os.Unsetenv(ModelKeyEnv)
+	k, err := model.KeyFromReader(strings.NewReader(v))
+	if errors.Is(err, model.ErrNoKey) {
+		return "", nil
 	}
-	k, err := model.KeyFromFile(path)
-	return k, modelKeyFile, err
+	return k, err
 }
