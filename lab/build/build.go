@@ -358,8 +358,7 @@ func Build(ctx context.Context, opts *Options) (*Artifacts, error) {
 }
 
 func (b *builder) goVersion(ctx context.Context) (string, error) {
-	cmd := exec.CommandContext(ctx, b.o.Go, "env", "GOVERSION")
-	cmd.Dir = b.o.Root
+	cmd := goCommand(ctx, b.o.Go, b.o.Root, "", "env", "GOVERSION")
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("build: go env GOVERSION: %w", err)
@@ -436,9 +435,7 @@ func (b *builder) binaries(ctx context.Context, abi, goVersion string, targets [
 
 // importPaths maps relative package patterns to import paths.
 func (b *builder) importPaths(ctx context.Context, goarch string, pkgs []string) (map[string]string, error) {
-	cmd := exec.CommandContext(ctx, b.o.Go, append([]string{"list", "-f", "{{.ImportPath}}"}, pkgs...)...)
-	cmd.Dir = b.o.Root
-	cmd.Env = goEnv(goarch)
+	cmd := goCommand(ctx, b.o.Go, b.o.Root, goarch, append([]string{"list", "-f", "{{.ImportPath}}"}, pkgs...)...)
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("go list: %w", err)
@@ -471,10 +468,7 @@ func (b *builder) compile(ctx context.Context, goarch string, targets []target, 
 		for _, t := range ts {
 			args = append(args, t.pkg)
 		}
-		cmd := exec.CommandContext(ctx, b.o.Go, args...)
-		cmd.Dir = b.o.Root
-		cmd.Env = goEnv(goarch)
-		out, err := cmd.CombinedOutput()
+		out, err := goCommand(ctx, b.o.Go, b.o.Root, goarch, args...).CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("go build (GOARCH=%s): %w\n%s", goarch, err, firstLines(string(out), 30))
 		}

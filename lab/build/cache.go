@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 )
 
 // listedPackage is what `go list -deps -json` says about one package.
@@ -40,6 +42,21 @@ type listedPackage struct {
 	Error *struct{ Err string }
 }
 
+// goCommand is the go command with args in root, for goarch. Its whole
+// process group is killed when ctx ends, so that no compiler it started
+// outlives a cancelled build.
+func goCommand(ctx context.Context, goCmd, root, goarch string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, goCmd, args...)
+	cmd.Dir = root
+	if goarch != "" {
+		cmd.Env = goEnv(goarch)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
 // goEnv is the environment of a cross-build for goarch.
 func goEnv(goarch string) []string {
 	env := os.Environ()
@@ -49,9 +66,7 @@ func goEnv(goarch string) []string {
 // goList lists pkgs and everything they import, for goarch.
 func goList(ctx context.Context, goCmd, root, goarch string, pkgs []string) (map[string]*listedPackage, error) {
 	args := append([]string{"list", "-deps", "-json=ImportPath,Dir,Standard,GoFiles,CgoFiles,SFiles,SysoFiles,EmbedFiles,Deps,Module,Error"}, pkgs...)
-	cmd := exec.CommandContext(ctx, goCmd, args...)
-	cmd.Dir = root
-	cmd.Env = goEnv(goarch)
+	cmd := goCommand(ctx, goCmd, root, goarch, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

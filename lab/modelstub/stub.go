@@ -48,6 +48,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentoslab/agentlab/lab/modelstub/internal/wire"
 	"github.com/agentoslab/agentlab/runtime/model"
 	"github.com/agentoslab/agentlab/runtime/model/script"
 )
@@ -284,25 +285,6 @@ func (s *Stub) record(token string, r Recorded) {
 	b.requests = append(b.requests, r)
 }
 
-// api is one wire dialect.
-type api interface {
-	name() string
-	// parse reads a request body.
-	parse(body []byte) (*parsed, error)
-	// writeError answers an HTTP error.
-	writeError(w http.ResponseWriter, status int, kind, msg string)
-	// writeResponse answers resp (a stream or one JSON document).
-	writeResponse(ctx context.Context, w http.ResponseWriter, p *parsed, resp *script.Response, id string) error
-}
-
-// parsed is a request in both forms.
-type parsed struct {
-	req    model.Request
-	stream bool
-	// includeUsage asks for a usage chunk (OpenAI stream_options).
-	includeUsage bool
-}
-
 // ServeHTTP routes /t/<token>/… to the token's script.
 func (s *Stub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -313,45 +295,45 @@ func (s *Stub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	token, path, _ := strings.Cut(rest, "/")
 	path = "/" + path
-	var a api
+	var a wire.API
 	switch {
 	case strings.HasSuffix(path, "/chat/completions"):
-		a = openAI{}
+		a = wire.OpenAI{}
 	case strings.HasSuffix(path, "/messages"):
-		a = anthropicAPI{}
+		a = wire.Anthropic{}
 	case strings.HasSuffix(path, "/models") && r.Method == http.MethodGet:
 		s.models(w)
 		return
 	default:
-		openAI{}.writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+path)
+		wire.OpenAI{}.WriteError(w, http.StatusNotFound, "not_found", "no such endpoint: "+path)
 		return
 	}
 	if r.Method != http.MethodPost {
-		a.writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "use POST")
+		a.WriteError(w, http.StatusMethodNotAllowed, "invalid_request_error", "use POST")
 		return
 	}
 	if !authorized(r) {
-		a.writeError(w, http.StatusUnauthorized, "authentication_error", "invalid API key (the lab's model stub takes its fixed fake key)")
+		a.WriteError(w, http.StatusUnauthorized, "authentication_error", "invalid API key (the lab's model stub takes its fixed fake key)")
 		return
 	}
 	sc, bound := s.lookup(token)
 	if !validToken(token) || !bound {
-		a.writeError(w, http.StatusNotFound, "not_found_error", "no script is bound to this stub token (the scenario attempt ended?)")
+		a.WriteError(w, http.StatusNotFound, "not_found_error", "no script is bound to this stub token (the scenario attempt ended?)")
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
-		a.writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request body too large")
+		a.WriteError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request body too large")
 		return
 	}
-	p, err := a.parse(body)
+	p, err := a.Parse(body)
 	if err != nil {
-		a.writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		a.WriteError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 		return
 	}
-	resp, serr := sc.Respond(&p.req)
-	rec := Recorded{Time: start, API: a.name(), Stream: p.stream, Model: p.req.Model, System: p.req.System,
-		Messages: p.req.Messages, Tools: toolNames(p.req.Tools), Status: http.StatusOK}
+	resp, serr := sc.Respond(&p.Req)
+	rec := Recorded{Time: start, API: a.Name(), Stream: p.Stream, Model: p.Req.Model, System: p.Req.System,
+		Messages: p.Req.Messages, Tools: toolNames(p.Req.Tools), Status: http.StatusOK}
 	if serr != nil {
 		rec.ScriptError = serr.Error()
 		s.log.Info("model stub: script error", "token", short(token), "err", serr)
@@ -366,51 +348,33 @@ func (s *Stub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := strconv.FormatUint(s.seq, 10)
 	s.mu.Unlock()
 	err = s.answer(r.Context(), w, a, p, &resp, id)
-	s.log.Debug("model stub: request", "token", short(token), "api", a.name(), "stream", p.stream, "status", rec.Status,
+	s.log.Debug("model stub: request", "token", short(token), "api", a.Name(), "stream", p.Stream, "status", rec.Status,
 		"duration", time.Since(start), "err", err)
 }
 
 // answer serves resp: a hang, a status failure, or the events.
-func (s *Stub) answer(ctx context.Context, w http.ResponseWriter, a api, p *parsed, resp *script.Response, id string) error {
+func (s *Stub) answer(ctx context.Context, w http.ResponseWriter, a wire.API, p *wire.Parsed, resp *script.Response, id string) error {
 	if resp.Hang {
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	if err := sleep(ctx, resp.Delay); err != nil {
+	if err := wire.Sleep(ctx, resp.Delay); err != nil {
 		return err
 	}
 	if resp.Status != 0 {
 		if resp.RetryAfter != "" {
 			w.Header().Set("Retry-After", resp.RetryAfter)
 		}
-		a.writeError(w, resp.Status, errorKind(resp.Status), fmt.Sprintf("scripted failure: HTTP %d", resp.Status))
+		a.WriteError(w, resp.Status, wire.ErrorKind(resp.Status), fmt.Sprintf("scripted failure: HTTP %d", resp.Status))
 		return nil
 	}
-	err := a.writeResponse(ctx, w, p, resp, id)
-	if errors.Is(err, errCut) {
+	err := a.WriteResponse(ctx, w, p, resp, id)
+	if errors.Is(err, wire.ErrCut) {
 		// Reset the connection mid-body: the client sees the stream
 		// break, as when a provider's connection drops.
 		panic(http.ErrAbortHandler)
 	}
 	return err
-}
-
-// errCut asks answer to break the connection.
-var errCut = errors.New("cut")
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // authorized checks the fake key, by bearer token or x-api-key.
@@ -438,37 +402,8 @@ func short(token string) string {
 	return token
 }
 
-// errorKind names an HTTP status the way the providers' error bodies do.
-func errorKind(status int) string {
-	switch {
-	case status == 401:
-		return "authentication_error"
-	case status == 403:
-		return "permission_error"
-	case status == 404:
-		return "not_found_error"
-	case status == 413:
-		return "request_too_large"
-	case status == 429:
-		return "rate_limit_error"
-	case status == 529:
-		return "overloaded_error"
-	case status >= 500:
-		return "api_error"
-	}
-	return "invalid_request_error"
-}
-
 // models answers GET …/models with the one model the stub plays.
 func (s *Stub) models(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
 	io.WriteString(w, `{"object":"list","data":[{"id":"agentlab-stub","object":"model","created":0,"owned_by":"agentlab"}]}`)
-}
-
-// stopReasons map the script's stop reasons to OpenAI finish reasons.
-var finishReasons = map[string]string{
-	model.StopEndTurn:   "stop",
-	model.StopToolUse:   "tool_calls",
-	model.StopMaxTokens: "length",
-	model.StopRefusal:   "content_filter",
 }

@@ -570,25 +570,3 @@ func TestDeviceBaseURL(t *testing.T) {
 		t.Errorf("DeviceBaseURL = %s", got)
 	}
 }
-
-func FuzzParseOpenAI(f *testing.F) {
-	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"1","type":"function","function":{"name":"n","arguments":"{}"}}]},{"role":"tool","tool_call_id":"1","content":[{"type":"text","text":"r"}]}],"tools":[{"type":"function","function":{"name":"n","parameters":{}}}],"stream":true}`))
-	f.Add([]byte(`{"messages":[]}`))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		p, err := openAI{}.parse(body)
-		if err == nil && p == nil {
-			t.Fatal("nil request without error")
-		}
-	})
-}
-
-func FuzzParseAnthropic(f *testing.F) {
-	f.Add([]byte(`{"model":"m","max_tokens":5,"system":"s","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"1","name":"n","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"1","content":[{"type":"text","text":"r"}]},{"type":"text","text":"more"}]}],"stream":true}`))
-	f.Add([]byte(`{"messages":[{"role":"user","content":5}]}`))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		p, err := anthropicAPI{}.parse(body)
-		if err == nil && p == nil {
-			t.Fatal("nil request without error")
-		}
-	})
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/agentoslab/agentlab/runtime/admin"
@@ -138,6 +137,3 @@ func (c *Client) AppRun(ctx context.Context, pkg string, timeout time.Duration, 
 	}
 	return &out, nil
 }
-
-// itoa is strconv.Itoa for argument lists.
-func itoa(n int) string { return strconv.Itoa(n) }

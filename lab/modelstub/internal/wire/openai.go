@@ -1,4 +1,4 @@
-package modelstub
+package wire
 
 import (
 	"bytes"
@@ -14,10 +14,10 @@ import (
 	"github.com/agentoslab/agentlab/runtime/model/script"
 )
 
-// openAI is the Chat Completions dialect.
-type openAI struct{}
+// OpenAI is the Chat Completions dialect.
+type OpenAI struct{}
 
-func (openAI) name() string { return APIOpenAI }
+func (OpenAI) Name() string { return "openai" }
 
 // content is a message content: a string or a list of parts.
 type oaiContent struct {
@@ -83,7 +83,7 @@ type oaiRequest struct {
 	} `json:"stream_options"`
 }
 
-func (openAI) parse(body []byte) (*parsed, error) {
+func (OpenAI) Parse(body []byte) (*Parsed, error) {
 	var r oaiRequest
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("malformed Chat Completions request: %v", err)
@@ -91,9 +91,9 @@ func (openAI) parse(body []byte) (*parsed, error) {
 	if len(r.Messages) == 0 {
 		return nil, errors.New("messages must not be empty")
 	}
-	p := &parsed{stream: r.Stream, req: model.Request{Model: r.Model, MaxTokens: max(r.MaxTokens, r.MaxCompletionTokens)}}
+	p := &Parsed{Stream: r.Stream, Req: model.Request{Model: r.Model, MaxTokens: max(r.MaxTokens, r.MaxCompletionTokens)}}
 	if r.StreamOptions != nil {
-		p.includeUsage = r.StreamOptions.IncludeUsage
+		p.IncludeUsage = r.StreamOptions.IncludeUsage
 	}
 	var system []string
 	for i, m := range r.Messages {
@@ -101,7 +101,7 @@ func (openAI) parse(body []byte) (*parsed, error) {
 		case "system", "developer":
 			system = append(system, m.Content.text)
 		case "user":
-			p.req.Messages = append(p.req.Messages, model.Message{Role: model.RoleUser, Text: m.Content.text})
+			p.Req.Messages = append(p.Req.Messages, model.Message{Role: model.RoleUser, Text: m.Content.text})
 		case "assistant":
 			msg := model.Message{Role: model.RoleAssistant, Text: m.Content.text}
 			for _, tc := range m.ToolCalls {
@@ -111,21 +111,21 @@ func (openAI) parse(body []byte) (*parsed, error) {
 				}
 				msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
 			}
-			p.req.Messages = append(p.req.Messages, msg)
+			p.Req.Messages = append(p.Req.Messages, msg)
 		case "tool":
-			p.req.Messages = append(p.req.Messages, model.Message{Role: model.RoleTool, Text: m.Content.text, ToolCallID: m.ToolCallID})
+			p.Req.Messages = append(p.Req.Messages, model.Message{Role: model.RoleTool, Text: m.Content.text, ToolCallID: m.ToolCallID})
 		default:
 			return nil, fmt.Errorf("messages[%d]: unknown role %q", i, m.Role)
 		}
 	}
-	p.req.System = strings.Join(system, "\n\n")
+	p.Req.System = strings.Join(system, "\n\n")
 	for _, t := range r.Tools {
-		p.req.Tools = append(p.req.Tools, model.Tool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: t.Function.Parameters})
+		p.Req.Tools = append(p.Req.Tools, model.Tool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: t.Function.Parameters})
 	}
 	return p, nil
 }
 
-func (openAI) writeError(w http.ResponseWriter, status int, kind, msg string) {
+func (OpenAI) WriteError(w http.ResponseWriter, status int, kind, msg string) {
 	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": kind, "code": nil}})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -166,15 +166,15 @@ type oaiChoice struct {
 
 var zeroUsage = map[string]int{"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
-func (o openAI) writeResponse(ctx context.Context, w http.ResponseWriter, p *parsed, resp *script.Response, id string) error {
-	if !p.stream {
+func (o OpenAI) WriteResponse(ctx context.Context, w http.ResponseWriter, p *Parsed, resp *script.Response, id string) error {
+	if !p.Stream {
 		return o.writeJSON(ctx, w, p, resp, id)
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	chunk := oaiChunk{ID: "chatcmpl-stub-" + id, Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: p.req.Model}
+	chunk := oaiChunk{ID: "chatcmpl-stub-" + id, Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: p.Req.Model}
 	send := func(d oaiDelta, finish *string) error {
 		chunk.Choices = []oaiChoice{{Delta: d, FinishReason: finish}}
 		b, _ := json.Marshal(chunk)
@@ -189,7 +189,7 @@ func (o openAI) writeResponse(ctx context.Context, w http.ResponseWriter, p *par
 	calls := 0
 	for i, ev := range resp.Events {
 		if i > 0 {
-			if err := sleep(ctx, resp.Interval); err != nil {
+			if err := Sleep(ctx, resp.Interval); err != nil {
 				return err
 			}
 		}
@@ -222,19 +222,19 @@ func (o openAI) writeResponse(ctx context.Context, w http.ResponseWriter, p *par
 	}
 	switch resp.End {
 	case script.EndCut:
-		return errCut
+		return ErrCut
 	case script.EndStall:
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	finish := finishReasons[resp.Stop]
+	finish := FinishReasons[resp.Stop]
 	if finish == "" {
 		finish = "stop"
 	}
 	if err := send(oaiDelta{}, &finish); err != nil {
 		return err
 	}
-	if p.includeUsage {
+	if p.IncludeUsage {
 		chunk.Choices = []oaiChoice{}
 		chunk.Usage = zeroUsage
 		b, _ := json.Marshal(chunk)
@@ -247,10 +247,10 @@ func (o openAI) writeResponse(ctx context.Context, w http.ResponseWriter, p *par
 }
 
 // writeJSON answers a non-streamed request with one document.
-func (openAI) writeJSON(ctx context.Context, w http.ResponseWriter, p *parsed, resp *script.Response, id string) error {
+func (OpenAI) writeJSON(ctx context.Context, w http.ResponseWriter, p *Parsed, resp *script.Response, id string) error {
 	switch resp.End {
 	case script.EndCut:
-		return errCut
+		return ErrCut
 	case script.EndStall:
 		<-ctx.Done()
 		return ctx.Err()
@@ -280,12 +280,12 @@ func (openAI) writeJSON(ctx context.Context, w http.ResponseWriter, p *parsed, r
 	if len(calls) > 0 {
 		msg["tool_calls"] = calls
 	}
-	finish := finishReasons[resp.Stop]
+	finish := FinishReasons[resp.Stop]
 	if finish == "" {
 		finish = "stop"
 	}
 	b, _ := json.Marshal(map[string]any{
-		"id": "chatcmpl-stub-" + id, "object": "chat.completion", "created": time.Now().Unix(), "model": p.req.Model,
+		"id": "chatcmpl-stub-" + id, "object": "chat.completion", "created": time.Now().Unix(), "model": p.Req.Model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
 		"usage":   zeroUsage,
 	})

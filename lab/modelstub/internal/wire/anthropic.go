@@ -1,4 +1,4 @@
-package modelstub
+package wire
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"github.com/agentoslab/agentlab/runtime/model/script"
 )
 
-// anthropicAPI is the Messages dialect.
-type anthropicAPI struct{}
+// Anthropic is the Messages dialect.
+type Anthropic struct{}
 
-func (anthropicAPI) name() string { return APIAnthropic }
+func (Anthropic) Name() string { return "anthropic" }
 
 // antBlock is one content block of a request message.
 type antBlock struct {
@@ -76,7 +76,7 @@ type antRequest struct {
 	Stream bool `json:"stream"`
 }
 
-func (anthropicAPI) parse(body []byte) (*parsed, error) {
+func (Anthropic) Parse(body []byte) (*Parsed, error) {
 	var r antRequest
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("malformed Messages request: %v", err)
@@ -84,7 +84,7 @@ func (anthropicAPI) parse(body []byte) (*parsed, error) {
 	if len(r.Messages) == 0 {
 		return nil, errors.New("messages: at least one message is required")
 	}
-	p := &parsed{stream: r.Stream, req: model.Request{Model: r.Model, MaxTokens: r.MaxTokens, System: r.System.text()}}
+	p := &Parsed{Stream: r.Stream, Req: model.Request{Model: r.Model, MaxTokens: r.MaxTokens, System: r.System.text()}}
 	for i, m := range r.Messages {
 		switch m.Role {
 		case "user":
@@ -94,14 +94,14 @@ func (anthropicAPI) parse(body []byte) (*parsed, error) {
 			for _, b := range m.Content {
 				switch b.Type {
 				case "tool_result":
-					p.req.Messages = append(p.req.Messages, model.Message{Role: model.RoleTool, ToolCallID: b.ToolUseID,
+					p.Req.Messages = append(p.Req.Messages, model.Message{Role: model.RoleTool, ToolCallID: b.ToolUseID,
 						Text: resultText(b.Content), IsError: b.IsError})
 				case "text":
 					text.WriteString(b.Text)
 				}
 			}
 			if text.Len() > 0 {
-				p.req.Messages = append(p.req.Messages, model.Message{Role: model.RoleUser, Text: text.String()})
+				p.Req.Messages = append(p.Req.Messages, model.Message{Role: model.RoleUser, Text: text.String()})
 			}
 		case "assistant":
 			msg := model.Message{Role: model.RoleAssistant}
@@ -117,13 +117,13 @@ func (anthropicAPI) parse(body []byte) (*parsed, error) {
 					msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
 				}
 			}
-			p.req.Messages = append(p.req.Messages, msg)
+			p.Req.Messages = append(p.Req.Messages, msg)
 		default:
 			return nil, fmt.Errorf("messages[%d]: unknown role %q", i, m.Role)
 		}
 	}
 	for _, t := range r.Tools {
-		p.req.Tools = append(p.req.Tools, model.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+		p.Req.Tools = append(p.Req.Tools, model.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
 	}
 	return p, nil
 }
@@ -140,7 +140,7 @@ func resultText(raw json.RawMessage) string {
 	return b.text()
 }
 
-func (anthropicAPI) writeError(w http.ResponseWriter, status int, kind, msg string) {
+func (Anthropic) WriteError(w http.ResponseWriter, status int, kind, msg string) {
 	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": kind, "message": msg}})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -158,8 +158,8 @@ func blockKind(ev model.Event) string {
 	return "text"
 }
 
-func (a anthropicAPI) writeResponse(ctx context.Context, w http.ResponseWriter, p *parsed, resp *script.Response, id string) error {
-	if !p.stream {
+func (a Anthropic) WriteResponse(ctx context.Context, w http.ResponseWriter, p *Parsed, resp *script.Response, id string) error {
+	if !p.Stream {
 		return a.writeJSON(ctx, w, p, resp, id)
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -175,7 +175,7 @@ func (a anthropicAPI) writeResponse(ctx context.Context, w http.ResponseWriter, 
 	}
 	msgID := "msg_stub_" + id
 	if err := send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
-		"id": msgID, "type": "message", "role": "assistant", "content": []any{}, "model": p.req.Model,
+		"id": msgID, "type": "message", "role": "assistant", "content": []any{}, "model": p.Req.Model,
 		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]int{"input_tokens": 0, "output_tokens": 0},
 	}}); err != nil {
 		return err
@@ -196,7 +196,7 @@ func (a anthropicAPI) writeResponse(ctx context.Context, w http.ResponseWriter, 
 	}
 	for i, ev := range resp.Events {
 		if i > 0 {
-			if err := sleep(ctx, resp.Interval); err != nil {
+			if err := Sleep(ctx, resp.Interval); err != nil {
 				return err
 			}
 		}
@@ -241,7 +241,7 @@ func (a anthropicAPI) writeResponse(ctx context.Context, w http.ResponseWriter, 
 	}
 	switch resp.End {
 	case script.EndCut:
-		return errCut
+		return ErrCut
 	case script.EndStall:
 		<-ctx.Done()
 		return ctx.Err()
@@ -261,10 +261,10 @@ func (a anthropicAPI) writeResponse(ctx context.Context, w http.ResponseWriter, 
 }
 
 // writeJSON answers a non-streamed request with one message.
-func (anthropicAPI) writeJSON(ctx context.Context, w http.ResponseWriter, p *parsed, resp *script.Response, id string) error {
+func (Anthropic) writeJSON(ctx context.Context, w http.ResponseWriter, p *Parsed, resp *script.Response, id string) error {
 	switch resp.End {
 	case script.EndCut:
-		return errCut
+		return ErrCut
 	case script.EndStall:
 		<-ctx.Done()
 		return ctx.Err()
@@ -304,7 +304,7 @@ func (anthropicAPI) writeJSON(ctx context.Context, w http.ResponseWriter, p *par
 	if content == nil {
 		content = []any{}
 	}
-	b, _ := json.Marshal(map[string]any{"id": "msg_stub_" + id, "type": "message", "role": "assistant", "model": p.req.Model,
+	b, _ := json.Marshal(map[string]any{"id": "msg_stub_" + id, "type": "message", "role": "assistant", "model": p.Req.Model,
 		"content": content, "stop_reason": stop, "stop_sequence": nil, "usage": map[string]int{"input_tokens": 0, "output_tokens": 0}})
 	w.Header().Set("Content-Type", "application/json")
 	_, err := w.Write(append(b, '\n'))
