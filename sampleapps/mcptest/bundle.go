@@ -39,19 +39,23 @@ type BundleOptions struct {
 	Files map[string][]byte
 }
 
-// AppJSON is the bundle's app.json.
+//go:embed app.json
+var appJSON []byte
+
+// AppJSON is the bundle's app.json: the app.json next to this package
+// (which the lab's build reads too) with versionCode set (0 means 1) and
+// versionName 1.0.<versionCode>.
 func AppJSON(versionCode int64) []byte {
 	if versionCode <= 0 {
 		versionCode = 1
 	}
-	b, _ := json.Marshal(map[string]any{
-		"package":     Package,
-		"label":       Label,
-		"versionCode": versionCode,
-		"versionName": fmt.Sprintf("1.0.%d", versionCode),
-		"binary":      Binary,
-		"services":    []map[string]string{{"name": Service, "kind": apps.ServiceKindMCP, "server": Server}},
-	})
+	a, err := apps.ParseApp(appJSON)
+	if err != nil {
+		panic("mcptest: app.json: " + err.Error())
+	}
+	a.VersionCode = versionCode
+	a.VersionName = fmt.Sprintf("1.0.%d", versionCode)
+	b, _ := json.Marshal(a)
 	return b
 }
 

@@ -11,7 +11,7 @@ import (
 
 // DebugCommands are the commands Debug answers (the app binary's
 // commands besides the ones added with the SDKs).
-var DebugCommands = []string{"dump", "reset", "seed", "tool", "raw_prompt", "ask_agent"}
+var DebugCommands = []string{"dump", "reset", "seed", "tool", "raw_prompt", "ask_agent", "ask_agent_status", "ask_agent_stop"}
 
 // Debug runs one debug command and returns the JSON document it prints.
 // Commands that take parameters take one JSON object argument:
@@ -20,8 +20,22 @@ var DebugCommands = []string{"dump", "reset", "seed", "tool", "raw_prompt", "ask
 //	tool <name> ['<json args>']
 //	raw_prompt '{"note_id":3}' | '{"text":"…"}'   (+ "selection", "language")
 //	ask_agent  '{"note_id":3}' | '{"text":"…"}'   (+ "selection", "language")
+//	ask_agent_status | ask_agent_stop
+//
+// ask_agent is synchronous: it returns the final report when the round
+// ends (at the latest after Options.AskTimeout, 150 s). While it runs,
+// another process of the app sees its report with ask_agent_status and
+// stops it with ask_agent_stop (see Rounds).
 func (a *App) Debug(ctx context.Context, cmd string, args []string) (any, error) {
 	switch cmd {
+	case "ask_agent_status", "ask_agent_stop":
+		if len(args) > 0 {
+			return nil, &apptool.UsageError{Msg: cmd + " takes no arguments"}
+		}
+		if cmd == "ask_agent_status" {
+			return a.rounds.Status()
+		}
+		return a.rounds.Stop(ctx)
 	case "dump", "reset", "seed":
 		if len(args) > 0 {
 			return nil, &apptool.UsageError{Msg: cmd + " takes no arguments"}
@@ -230,19 +244,35 @@ func (a *App) askAgent(ctx context.Context, in askInput) (*AskReport, error) {
 	if a.agent == nil {
 		return nil, ErrNoAgent
 	}
+	gateway := GatewayOf(a.agent)
 	rep := &AskReport{NoteID: in.NoteID, TextChars: UTF16Len(in.Text)}
+	rec := NewRecorder(gateway)
+	rep.RunReport = rec.Snapshot()
+	round, err := a.rounds.Begin(rep)
+	if err != nil {
+		return nil, err
+	}
 	prompt, err := BuildSchedulePrompt(a.clock(), a.loc, in.Lang, in.Text)
 	if err != nil {
 		// Refused locally: nothing reached AgentOS.
-		rep.RunReport = LocalFailure(GatewayOf(a.agent), err)
+		rep.RunReport = LocalFailure(gateway, err)
 	} else {
 		rctx, cancel := context.WithTimeout(ctx, a.askLimit)
 		start := time.Now()
-		rep.RunReport = RunAgent(rctx, a.agent, prompt, ScheduleScope)
+		rep.RunReport = RunRecorded(rctx, a.agent, prompt, ScheduleScope, rec, func(ev Event) {
+			round.Update(ev.Kind != EventText, func() any {
+				s := *rep
+				s.RunReport = rec.Snapshot()
+				return &s
+			})
+		})
 		cancel()
 		a.log.Info("schedule round ended", "state", rep.State, "stop_reason", rep.StopReason,
 			"events", rep.Created.Events, "alarms", rep.Created.Alarms, "todos", rep.Created.Todos,
 			"denied", rep.Created.Denied, "failed", rep.Created.Failed, "elapsed", time.Since(start))
+	}
+	if err := round.Finish(rep); err != nil {
+		a.log.Warn("schedule round: the final report was not recorded for ask_agent_status", "err", err)
 	}
 	return rep, nil
 }

@@ -4,7 +4,8 @@
 // builder, the Agent seam the caller SDK will satisfy, and the run report).
 //
 // The provider SDK shell registers Tools(); the caller SDK shell provides
-// an Agent in Options. Debug holds the commands of the app's binary.
+// an Agent in Options. Debug holds the commands of the app's binary;
+// Rounds lets its one-shot processes watch and stop a running round.
 package notes
 
 import (
@@ -57,6 +58,7 @@ type App struct {
 	log      *slog.Logger
 	agent    Agent
 	askLimit time.Duration
+	rounds   *Rounds
 	tools    []apptool.Tool
 }
 
@@ -85,7 +87,7 @@ func Open(ctx context.Context, dataDir string, opts *Options) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("notes: %w", err)
 	}
-	a := &App{db: db, now: o.Clock, loc: o.Location, lang: o.Language, log: o.Logger, agent: o.Agent, askLimit: o.AskTimeout}
+	a := &App{db: db, now: o.Clock, loc: o.Location, lang: o.Language, log: o.Logger, agent: o.Agent, askLimit: o.AskTimeout, rounds: NewRounds(dataDir)}
 	a.tools = a.buildTools()
 	return a, nil
 }

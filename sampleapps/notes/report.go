@@ -311,8 +311,21 @@ func GatewayOf(agent Agent) string {
 // RunAgent runs one round through agent and reports it. Local checks
 // (prompt size, empty input) belong before it: RunAgent always sends.
 func RunAgent(ctx context.Context, agent Agent, prompt string, scope []ToolScopeEntry) RunReport {
-	rec := NewRecorder(GatewayOf(agent))
-	stop, err := agent.Schedule(ctx, prompt, scope, rec.Handle)
+	return RunRecorded(ctx, agent, prompt, scope, NewRecorder(GatewayOf(agent)), nil)
+}
+
+// RunRecorded is RunAgent with the caller's recorder and, when observe is
+// not nil, a call after every event has been recorded, for a round
+// watched from outside (observe may take rec.Snapshot()).
+func RunRecorded(ctx context.Context, agent Agent, prompt string, scope []ToolScopeEntry, rec *Recorder, observe func(Event)) RunReport {
+	handle := rec.Handle
+	if observe != nil {
+		handle = func(ev Event) {
+			rec.Handle(ev)
+			observe(ev)
+		}
+	}
+	stop, err := agent.Schedule(ctx, prompt, scope, handle)
 	return rec.Finish(stop, err, ctx.Err())
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // DebugCommands are the commands Debug answers.
-var DebugCommands = []string{"dump", "reset", "seed", "tool", "inbox", "set", "processed", "instructions", "raw_prompt", "ask_agent"}
+var DebugCommands = []string{"dump", "reset", "seed", "tool", "inbox", "set", "processed", "instructions", "raw_prompt", "ask_agent", "ask_agent_status", "ask_agent_stop"}
 
 // Debug runs one debug command and returns the JSON document it prints:
 //
@@ -24,6 +24,12 @@ var DebugCommands = []string{"dump", "reset", "seed", "tool", "inbox", "set", "p
 //	instructions [set <text> | reset]
 //	raw_prompt '{"address":"…"}'  (+ "include_processed", "instructions", "language")
 //	ask_agent  '{"address":"…"}'  (same parameters)
+//	ask_agent_status | ask_agent_stop
+//
+// ask_agent is synchronous: it returns the final report when the round
+// ends (at the latest after Options.AskTimeout, 150 s). While it runs,
+// another process of the app sees its report with ask_agent_status and
+// stops it with ask_agent_stop (notes.Rounds).
 func (a *App) Debug(ctx context.Context, cmd string, args []string) (any, error) {
 	noArgs := func() error {
 		if len(args) > 0 {
@@ -47,6 +53,16 @@ func (a *App) Debug(ctx context.Context, cmd string, args []string) (any, error)
 			return nil, err
 		}
 		return a.seed(ctx)
+	case "ask_agent_status":
+		if err := noArgs(); err != nil {
+			return nil, err
+		}
+		return a.rounds.Status()
+	case "ask_agent_stop":
+		if err := noArgs(); err != nil {
+			return nil, err
+		}
+		return a.rounds.Stop(ctx)
 	case "processed":
 		if err := noArgs(); err != nil {
 			return nil, err
@@ -424,7 +440,23 @@ func (a *App) askAgent(ctx context.Context, in askInput) (*Report, error) {
 	if a.agent == nil {
 		return nil, notes.ErrNoAgent
 	}
-	rep := &Report{Address: in.Address}
+	gateway := notes.GatewayOf(a.agent)
+	rec := notes.NewRecorder(gateway)
+	rep := &Report{Address: in.Address, RunReport: rec.Snapshot()}
+	round, err := a.rounds.Begin(rep)
+	if err != nil {
+		return nil, err
+	}
+	// The round ends with a final report whatever happens below.
+	finished := false
+	defer func() {
+		if !finished {
+			rep.RunReport = rec.Finish("", errors.New("the round failed before it was sent"), nil)
+		}
+		if err := round.Finish(rep); err != nil {
+			a.log.Warn("schedule round: the final report was not recorded for ask_agent_status", "err", err)
+		}
+	}()
 	r, err := a.prepare(ctx, in)
 	rep.Messages, rep.Candidates, rep.New, rep.Dropped = len(r.sel.Messages), r.sel.Candidates, r.sel.New, r.sel.Dropped
 	if err != nil {
@@ -434,12 +466,20 @@ func (a *App) askAgent(ctx context.Context, in askInput) (*Report, error) {
 		}
 		// Refused locally: nothing reached AgentOS.
 		rep.Messages = 0
-		rep.RunReport = notes.LocalFailure(notes.GatewayOf(a.agent), err)
+		rep.RunReport = notes.LocalFailure(gateway, err)
+		finished = true
 		return rep, nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, a.askLimit)
-	rep.RunReport = notes.RunAgent(rctx, a.agent, r.prompt, ScheduleScope)
+	rep.RunReport = notes.RunRecorded(rctx, a.agent, r.prompt, ScheduleScope, rec, func(ev notes.Event) {
+		round.Update(ev.Kind != notes.EventText, func() any {
+			s := *rep
+			s.RunReport = rec.Snapshot()
+			return &s
+		})
+	})
 	cancel()
+	finished = true
 	if rep.Error == nil && rep.StopReason != "cancelled" {
 		ids := make([]int64, len(r.sel.Messages))
 		for i, m := range r.sel.Messages {

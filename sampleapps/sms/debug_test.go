@@ -81,11 +81,24 @@ func TestAskAgentFlow(t *testing.T) {
 		t.Errorf("only_new prompt carries old messages:\n%s", last)
 	}
 
+	// ask_agent_status shows the last round's final report.
+	var st Report
+	if err := json.Unmarshal(debug(t, a, "ask_agent_status").(json.RawMessage), &st); err != nil || st.Pending ||
+		st.State != rep.State || st.Messages != 1 || st.Candidates != 5 || st.Address != "+8613700000002" || st.Created != rep.Created {
+		t.Fatalf("status after only_new: %+v %v", st, err)
+	}
+
 	// Nothing new: refused locally, nothing sent.
 	sent := len(agent.prompts)
 	rep = debug(t, a, "ask_agent", work).(*Report)
 	if rep.Error == nil || *rep.Error != "NOTHING_TO_SEND" || !strings.HasPrefix(*rep.ErrorDetail, "Nothing to send") || len(agent.prompts) != sent {
 		t.Fatalf("nothing new: %+v", rep)
+	}
+	if err := json.Unmarshal(debug(t, a, "ask_agent_status").(json.RawMessage), &st); err != nil || st.Error == nil || *st.Error != "NOTHING_TO_SEND" {
+		t.Fatalf("status after a local refusal: %+v %v", st, err)
+	}
+	if _, err := a.Debug(context.Background(), "ask_agent_stop", nil); !errors.Is(err, notes.ErrNotRunning) {
+		t.Fatalf("stop with nothing running: %v", err)
 	}
 
 	// include_processed re-sends all five.

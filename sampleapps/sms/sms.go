@@ -56,6 +56,7 @@ type App struct {
 	log      *slog.Logger
 	agent    notes.Agent
 	askLimit time.Duration
+	rounds   *notes.Rounds
 	tools    []apptool.Tool
 }
 
@@ -84,7 +85,7 @@ func Open(ctx context.Context, dataDir string, opts *Options) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sms: %w", err)
 	}
-	a := &App{db: db, now: o.Clock, loc: o.Location, lang: o.Language, log: o.Logger, agent: o.Agent, askLimit: o.AskTimeout}
+	a := &App{db: db, now: o.Clock, loc: o.Location, lang: o.Language, log: o.Logger, agent: o.Agent, askLimit: o.AskTimeout, rounds: notes.NewRounds(dataDir)}
 	a.tools = a.buildTools()
 	return a, nil
 }

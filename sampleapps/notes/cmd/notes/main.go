@@ -4,7 +4,13 @@
 //
 // DIR defaults to $AGENTOS_APP_DATA. It prints one JSON document and exits
 // 0 (ok), 1 (the command failed) or 2 (usage). Commands: dump, reset, seed,
-// tool <name> '<json>', raw_prompt '<json>', ask_agent '<json>'.
+// tool <name> '<json>', raw_prompt '<json>', ask_agent '<json>',
+// ask_agent_status, ask_agent_stop.
+//
+// ask_agent runs a round through the caller SDK against the runtime whose
+// caller socket $AGENTOS_CALLER_SOCKET names (the launcher sets it), until
+// the round ends: run it with a timeout above 150 s (`agentosd ctl app run
+// --timeout 180s org.agentos.sample.notes -- ask_agent '{"note_id":1}'`).
 //
 // Two more commands come from the provider SDK and print no JSON (stdout
 // may be the protocol): serve --server notes serves the app's tools over
@@ -22,6 +28,7 @@ import (
 	"syscall"
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/internal/gateway"
 	"github.com/agentoslab/agentlab/sampleapps/internal/shell"
 	"github.com/agentoslab/agentlab/sampleapps/notes"
 )
@@ -51,9 +58,9 @@ func open(ctx context.Context, dataDir string) (apptool.App, error) {
 	})
 }
 
-// newAgent is where the caller SDK shell plugs in the AgentOS connection
-// for ask_agent. This build has none, so ask_agent says so.
-func newAgent() notes.Agent { return nil }
+// newAgent is the caller SDK shell: ask_agent reaches the runtime that
+// launched the app through $AGENTOS_CALLER_SOCKET.
+func newAgent() notes.Agent { return gateway.FromEnv(os.Getenv, logger()) }
 
 // deviceLanguage turns a POSIX locale ("zh_CN.UTF-8") into a BCP 47 tag.
 func deviceLanguage(lang string) string {

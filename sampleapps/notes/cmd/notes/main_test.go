@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentoslab/agentlab/sampleapps/internal/callertest"
 )
 
 var binary string
@@ -76,8 +79,12 @@ func TestBinary(t *testing.T) {
 			p := m["prompt"].(string)
 			return strings.Contains(p, "Device language: zh-CN.") && strings.HasSuffix(p, "</note>")
 		}},
-		{"ask_agent without AgentOS", nil, append(d, "ask_agent", `{"note_id":1}`), 1, func(m map[string]any) bool {
-			return strings.Contains(m["error"].(string), "No AgentOS connection")
+		{"ask_agent without AgentOS", []string{"AGENTOS_CALLER_SOCKET=@notes-test-nobody-listens"}, append(d, "ask_agent", `{"note_id":1}`), 0, func(m map[string]any) bool {
+			return m["state"] == "error" && m["error"] == "NOT_INSTALLED" && m["gateway"] == "agentos" && m["note_id"] == 1.0 && m["pending"] == false
+		}},
+		{"ask_agent_status", nil, append(d, "ask_agent_status"), 0, func(m map[string]any) bool { return m["error"] == "NOT_INSTALLED" }},
+		{"ask_agent_stop with nothing running", nil, append(d, "ask_agent_stop"), 1, func(m map[string]any) bool {
+			return m["error"] == "No schedule round is running."
 		}},
 		{"reset", nil, append(d, "reset"), 0, func(m map[string]any) bool { return m["cleared"] == 5.0 }},
 		{"usage", nil, append(d, "frobnicate"), 2, func(m map[string]any) bool { return strings.HasPrefix(m["error"].(string), "usage:") }},
@@ -96,5 +103,60 @@ func TestDeviceLanguage(t *testing.T) {
 		if got := deviceLanguage(in); got != want {
 			t.Errorf("deviceLanguage(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// While ask_agent waits for the owner's answer, another process of the
+// app sees the round waiting with ask_agent_status and stops it with
+// ask_agent_stop (SIGTERM to the running process): both the stop and the
+// round's own process report the round as stopped.
+func TestAskAgentStatusAndStop(t *testing.T) {
+	data := t.TempDir()
+	caller := callertest.NewPending(t)
+	if code, _ := run(t, nil, "--data", data, "seed"); code != 0 {
+		t.Fatal("seed failed")
+	}
+	ask := exec.Command(binary, "--data", data, "ask_agent", `{"note_id":1}`)
+	ask.Env = append(os.Environ(), "AGENTOS_CALLER_SOCKET="+caller.Name)
+	var askOut bytes.Buffer
+	ask.Stdout = &askOut
+	if err := ask.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- ask.Wait() }()
+	defer ask.Process.Kill()
+
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, st := run(t, nil, "--data", data, "ask_agent_status")
+		if code == 0 && st["current_state"] == "waiting_authorization" {
+			if st["pending"] != true || st["state"] != "running" || caller.Opens() < 1 {
+				t.Fatalf("status while waiting: %v", st)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the round never showed waiting_authorization: %d %v", code, st)
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("ask_agent ended early: %v %s", err, askOut.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if code, doc := run(t, nil, "--data", data, "ask_agent", `{"text":"x"}`); code != 1 || !strings.Contains(doc["error"].(string), "already running") {
+		t.Errorf("second round: %d %v", code, doc)
+	}
+	code, stopped := run(t, nil, "--data", data, "ask_agent_stop")
+	if code != 0 || stopped["stopped"] != true || stopped["pending"] != false || stopped["error"] != "STOPPED" {
+		t.Fatalf("stop: %d %v", code, stopped)
+	}
+	if err := <-exited; err != nil {
+		t.Fatalf("ask_agent exit: %v", err)
+	}
+	var final map[string]any
+	if err := json.Unmarshal(askOut.Bytes(), &final); err != nil || final["stopped"] != true || final["note_id"] != 1.0 {
+		t.Fatalf("ask_agent printed %s (%v)", askOut.String(), err)
 	}
 }

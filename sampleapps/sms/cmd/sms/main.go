@@ -6,7 +6,11 @@
 // 0 (ok), 1 (the command failed) or 2 (usage). Commands: dump, reset, seed,
 // processed, tool <name> '<json>', inbox add <address> <text> [--at ISO],
 // set <key> <value>, instructions [set <text> | reset], raw_prompt '<json>',
-// ask_agent '<json>'.
+// ask_agent '<json>', ask_agent_status, ask_agent_stop.
+//
+// ask_agent runs a round through the caller SDK against the runtime whose
+// caller socket $AGENTOS_CALLER_SOCKET names (the launcher sets it), until
+// the round ends: run it with a timeout above 150 s.
 //
 // Two more commands come from the provider SDK and print no JSON (stdout
 // may be the protocol): serve --server sms serves the app's tools over
@@ -24,6 +28,7 @@ import (
 	"syscall"
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/internal/gateway"
 	"github.com/agentoslab/agentlab/sampleapps/internal/shell"
 	"github.com/agentoslab/agentlab/sampleapps/notes"
 	"github.com/agentoslab/agentlab/sampleapps/sms"
@@ -54,9 +59,9 @@ func open(ctx context.Context, dataDir string) (apptool.App, error) {
 	})
 }
 
-// newAgent is where the caller SDK shell plugs in the AgentOS connection
-// for ask_agent. This build has none, so ask_agent says so.
-func newAgent() notes.Agent { return nil }
+// newAgent is the caller SDK shell: ask_agent reaches the runtime that
+// launched the app through $AGENTOS_CALLER_SOCKET.
+func newAgent() notes.Agent { return gateway.FromEnv(os.Getenv, logger()) }
 
 // deviceLanguage turns a POSIX locale ("zh_CN.UTF-8") into a BCP 47 tag.
 func deviceLanguage(lang string) string {

@@ -80,9 +80,14 @@ func TestBinary(t *testing.T) {
 		{"raw_prompt", []string{"LANG=zh_CN.UTF-8"}, append(d, "raw_prompt", `{"address":"+8613700000002"}`), 0, func(m map[string]any) bool {
 			return m["messages"] == 5.0 && strings.HasSuffix(m["prompt"].(string), "</sms>")
 		}},
-		{"ask_agent without AgentOS", nil, append(d, "ask_agent", `{"address":"+8613700000002"}`), 1, func(m map[string]any) bool {
-			return strings.Contains(m["error"].(string), "No AgentOS connection")
+		{"ask_agent without AgentOS", []string{"AGENTOS_CALLER_SOCKET=@sms-test-nobody-listens"}, append(d, "ask_agent", `{"address":"+8613700000002"}`), 0, func(m map[string]any) bool {
+			// Nothing reached AgentOS, so nothing is marked processed.
+			return m["state"] == "error" && m["error"] == "NOT_INSTALLED" && m["messages"] == 5.0 && m["marked_processed"] == false
 		}},
+		{"ask_agent_status", nil, append(d, "ask_agent_status"), 0, func(m map[string]any) bool {
+			return m["error"] == "NOT_INSTALLED" && m["address"] == "+8613700000002"
+		}},
+		{"still unprocessed", nil, append(d, "processed"), 0, func(m map[string]any) bool { return m["count"] == 0.0 }},
 		{"dump", nil, append(d, "dump"), 0, func(m map[string]any) bool {
 			return m["total"] == 9.0 && m["mode"] == "full" && len(m["outbox"].([]any)) == 0
 		}},
