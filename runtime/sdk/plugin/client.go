@@ -85,6 +85,17 @@ var ErrClosed = errors.New("plugin: connection closed")
 // client. ctx bounds the handshake; a server that does not answer in
 // time fails it. On failure rwc is closed.
 func NewClient(ctx context.Context, rwc io.ReadWriteCloser, opts *ClientOptions) (*Client, error) {
+	max := 0
+	if opts != nil {
+		max = opts.MaxMessageChars
+	}
+	return NewClientTransport(ctx, &Transport{Conn: rwc, MaxChars: max}, rwc, opts)
+}
+
+// NewClientTransport is NewClient over any MCP transport (the runtime
+// uses it for caller-supplied Streamable HTTP servers). closer, when not
+// nil, is closed if the handshake does not finish in time.
+func NewClientTransport(ctx context.Context, t mcp.Transport, closer io.Closer, opts *ClientOptions) (*Client, error) {
 	var o ClientOptions
 	if opts != nil {
 		o = *opts
@@ -114,14 +125,19 @@ func NewClient(ctx context.Context, rwc io.ReadWriteCloser, opts *ClientOptions)
 	// also unblocks a write to a server that stopped reading.
 	ch := make(chan result, 1)
 	go func() {
-		cs, err := mc.Connect(ctx, &Transport{Conn: rwc, MaxChars: o.MaxMessageChars}, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+		cs, err := mc.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 		ch <- result{cs, err}
 	}()
+	closeIt := func() {
+		if closer != nil {
+			closer.Close()
+		}
+	}
 	var r result
 	select {
 	case r = <-ch:
 	case <-ctx.Done():
-		rwc.Close()
+		closeIt()
 		r = <-ch
 		if r.err == nil {
 			r.cs.Close()
@@ -129,7 +145,7 @@ func NewClient(ctx context.Context, rwc io.ReadWriteCloser, opts *ClientOptions)
 		}
 	}
 	if r.err != nil {
-		rwc.Close()
+		closeIt()
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("plugin: initialize: %w", ctx.Err())
 		}
