@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/agentoslab/agentlab/runtime/engine"
@@ -68,14 +70,25 @@ func Run(ctx context.Context, args []string) error {
 	return cmd(ctx, args[1:])
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, `usage: agentosd <command> [flags]
+// summaries describe the subcommands for usage; a command registered
+// elsewhere without one is still listed.
+var summaries = map[string]string{
+	"serve":     "run the runtime: ACP for desktops, apps and the owner (--data DIR [--socket-prefix P])",
+	"stdio":     "ACP on stdin/stdout as the desktop caller (--data DIR)",
+	"supervise": "the root supervisor that starts and guards serve",
+	"ctl":       "the owner's control commands (agentosd ctl --help)",
+	"app":       "make and check signed app bundles (keygen|pack|sign|verify)",
+	"module":    "pack the Magisk/KernelSU module",
+	"version":   "print the version",
+}
 
-  serve      run the runtime: ACP on the desktop socket (--data DIR [--socket-prefix P])
-  stdio      ACP on stdin/stdout as the desktop caller (--data DIR)
-  supervise  the root supervisor that starts and guards serve
-  ctl        the owner's control commands (agentosd ctl --help)
-  version    print the version`)
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: agentosd <command> [flags]")
+	fmt.Fprintln(w)
+	names := slices.Sorted(maps.Keys(commands))
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, summaries[n])
+	}
 }
 
 // logger writes text logs to stderr; it never sees prompts or keys.
