@@ -29,6 +29,10 @@ type Options struct {
 	// the caller channel (nothing identifies it), and app methods of the
 	// admin API answer busy.
 	Root string
+	// Admin, when set, is called with the admin server before it starts,
+	// so another part of serve can provide its backend (the extension
+	// host's broker) to its own admin methods.
+	Admin func(*admin.Server)
 }
 
 // Configure sets the engine hooks and Attach in o, which daemon.Serve then
@@ -157,6 +161,9 @@ func attach(ctx context.Context, r *daemon.Runtime, o *daemon.Options, ao Option
 		return map[string]any{"channels": cs.Stats(), "remembered": len(snap.Callers), "waiting": len(snap.Cards), "health": snap.Health}, nil
 	}})
 	adm.AddStatusSection(admin.StatusSection{Name: "model", Read: func(context.Context) (any, error) { return ms.Show(), nil }})
+	if ao.Admin != nil {
+		ao.Admin(adm)
+	}
 	if err := adm.Start(ctx); err != nil {
 		return fail(err)
 	}

@@ -30,6 +30,9 @@ type Options struct {
 	// Tools is the tool layer; nil means none (every call is
 	// tool_not_in_catalog) until the extension host is wired.
 	Tools engine.Tools
+	// Servers keeps sessions' caller-supplied MCP servers (the
+	// extension host's Streamable HTTP client); nil keeps them unconnected.
+	Servers acp.SessionServers
 	// AllowOwnUID also admits the runtime's own uid on the ACP socket
 	// (tests; a device admits only root and shell).
 	AllowOwnUID bool
@@ -123,7 +126,7 @@ func Open(ctx context.Context, opts *Options) (*Runtime, error) {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	r.Engine.SetSafeMode(o.SafeMode)
-	r.Agent = acp.New(r.Engine, &acp.Options{Version: o.Version, Logger: o.Logger, DrainOnEOF: o.drainOnEOF})
+	r.Agent = acp.New(r.Engine, &acp.Options{Version: o.Version, Logger: o.Logger, DrainOnEOF: o.drainOnEOF, Servers: o.Servers})
 	r.beat.start(func() int {
 		s := r.Engine.Stats()
 		return s.Running + s.Queued

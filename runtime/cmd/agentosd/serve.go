@@ -35,9 +35,16 @@ func serveCmd(ctx context.Context, args []string) error {
 		Data: *data, Version: version, Names: transport.Names{Prefix: *prefix}, ModelKeyFile: *keyFile,
 		Tools: testTools, AllowOwnUID: *ownUID, SafeMode: env.SafeMode, Logger: log,
 	}
-	// Quotas, the owner's model settings, the admin API, the caller
-	// channel and desktop pairing.
-	if err := access.Configure(opts, access.Options{Root: env.Root}); err != nil {
+	// The extension host (tools, caller-supplied MCP servers, its admin
+	// methods), then quotas, the owner's model settings, the admin API,
+	// the caller channel and desktop pairing.
+	ao := access.Options{Root: env.Root}
+	stopExt, err := configureExt(ctx, opts, &ao, env.Root, log)
+	if err != nil {
+		return err
+	}
+	defer stopExt()
+	if err := access.Configure(opts, ao); err != nil {
 		return err
 	}
 	return daemon.Serve(ctx, opts, nil)
