@@ -63,6 +63,52 @@ func TestReadMessageErrors(t *testing.T) {
 	}
 }
 
+// TestReadHeaderPayload decodes a stream of messages the way a read loop
+// does, into one header array and one payload buffer: each message is
+// whole before the next is read, and a short payload is an error.
+func TestReadHeaderPayload(t *testing.T) {
+	t.Parallel()
+	msgs := []Message{
+		{Command: CmdWRTE, Arg0: 1, Arg1: 2, Data: bytes.Repeat([]byte{0xaa}, 3000)},
+		{Command: CmdOKAY, Arg0: 2, Arg1: 1},
+		{Command: CmdWRTE, Arg0: 1, Arg1: 2, Data: []byte("short")},
+	}
+	var in []byte
+	for i := range msgs {
+		in, _ = msgs[i].AppendBinary(in)
+	}
+	r := &oneByteReader{in}
+	var h [HeaderSize]byte
+	buf := make([]byte, 4096)
+	for i, want := range msgs {
+		m, n, err := ReadHeader(r, &h, 4096)
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if err := ReadPayload(r, m.Command, buf[:n]); err != nil {
+			t.Fatalf("message %d payload: %v", i, err)
+		}
+		if m.Command != want.Command || m.Arg0 != want.Arg0 || m.Arg1 != want.Arg1 || !bytes.Equal(buf[:n], want.Data) {
+			t.Fatalf("message %d = %+v %q, want %+v", i, m, buf[:n], want)
+		}
+	}
+	if _, _, err := ReadHeader(r, &h, 4096); err != io.EOF {
+		t.Fatalf("end: %v", err)
+	}
+	cut := in[:HeaderSize+100]
+	r = &oneByteReader{cut}
+	m, n, err := ReadHeader(r, &h, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ReadPayload(r, m.Command, buf[:n]); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("cut payload: %v", err)
+	}
+	if _, _, err := ReadHeader(bytes.NewReader(in), &h, 100); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("over the limit: %v", err)
+	}
+}
+
 func TestCommandString(t *testing.T) {
 	t.Parallel()
 	for c, want := range map[Command]string{CmdCNXN: "CNXN", CmdOPEN: "OPEN", CmdOKAY: "OKAY", CmdWRTE: "WRTE", CmdCLSE: "CLSE", CmdAUTH: "AUTH", Command(1): "0x00000001"} {
@@ -171,6 +217,39 @@ func TestSyncErrors(t *testing.T) {
 	}
 	if _, _, _, err := ReadSendChunk(bytes.NewReader(appendHeader(nil, SyncDATA, 4)), make([]byte, MaxSyncData)); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("truncated data: %v", err)
+	}
+}
+
+func TestReadSendHeader(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		in      []byte
+		n       uint32
+		done    bool
+		mtime   uint32
+		wantErr error
+	}{
+		{"data", AppendSyncData(nil, []byte("abc")), 3, false, 0, nil},
+		{"largest data", appendHeader(nil, SyncDATA, MaxSyncData), MaxSyncData, false, 0, nil},
+		{"done", AppendSyncDone(nil, 77), 0, true, 77, nil},
+		{"data too long", appendHeader(nil, SyncDATA, MaxSyncData+1), 0, false, 0, ErrChunkTooLong},
+		{"peer failed", AppendSyncFail(nil, "disk full"), 0, false, 0, ErrUnexpected},
+		{"fail cut", appendHeader(nil, SyncFAIL, 10), 0, false, 0, io.ErrUnexpectedEOF},
+		{"request inside send", AppendSyncRequest(nil, SyncRECV, "/x"), 0, false, 0, ErrUnexpected},
+		{"header cut", []byte("DAT"), 0, false, 0, io.ErrUnexpectedEOF},
+		{"nothing", nil, 0, false, 0, io.ErrUnexpectedEOF},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, done, mtime, err := ReadSendHeader(bytes.NewReader(tt.in))
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if n != tt.n || done != tt.done || mtime != tt.mtime {
+				t.Fatalf("= %d %v %d, want %d %v %d", n, done, mtime, tt.n, tt.done, tt.mtime)
+			}
+		})
 	}
 }
 

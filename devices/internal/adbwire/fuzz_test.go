@@ -3,6 +3,7 @@ package adbwire
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 )
@@ -24,14 +25,33 @@ func FuzzReadMessage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		const max = 4096
 		r := bytes.NewReader(in)
+		// The same bytes decoded the way a read loop does it: header into
+		// a reused array, payload into a reused buffer.
+		r2 := bytes.NewReader(in)
+		var h [HeaderSize]byte
+		reused := make([]byte, max)
 		for {
 			m, err := ReadMessage(r, max)
+			m2, n, err2 := ReadHeader(r2, &h, max)
+			if err2 == nil {
+				err2 = ReadPayload(r2, m2.Command, reused[:n])
+				m2.Data = reused[:n]
+			}
+			if (err == nil) != (err2 == nil) {
+				t.Fatalf("ReadMessage err %v, ReadHeader+ReadPayload err %v", err, err2)
+			}
 			if err != nil {
 				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) &&
 					!errors.Is(err, ErrBadMagic) && !errors.Is(err, ErrTooLarge) {
 					t.Fatalf("unexpected error kind: %v", err)
 				}
+				if errors.Is(err, io.EOF) != errors.Is(err2, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) != errors.Is(err2, io.ErrUnexpectedEOF) {
+					t.Fatalf("error kinds differ: %v vs %v", err, err2)
+				}
 				return
+			}
+			if m2.Command != m.Command || m2.Arg0 != m.Arg0 || m2.Arg1 != m.Arg1 || !bytes.Equal(m2.Data, m.Data) {
+				t.Fatalf("reused-buffer decode %+v, ReadMessage %+v", m2, m)
 			}
 			if len(m.Data) > max {
 				t.Fatalf("payload %d over limit", len(m.Data))
@@ -59,38 +79,76 @@ func FuzzSyncStream(f *testing.F) {
 	f.Add(AppendSyncRequest(nil, SyncLIST, "/"))
 	f.Add([]byte("SEND\xff\xff\xff\xff"))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		r := bytes.NewReader(in)
-		buf := make([]byte, MaxSyncData)
-		for {
-			req, err := ReadSyncRequest(r)
-			if err != nil {
-				return
+		// Once reading whole chunks, once reading only chunk headers and
+		// taking the data in small pieces (as the daemon does, straight
+		// from its WRTE payloads): both must see the same session.
+		whole := syncSession(t, bytes.NewReader(in), func(r io.Reader, buf []byte) ([]byte, bool, uint32, error) {
+			return ReadSendChunk(r, buf)
+		})
+		pieces := syncSession(t, bytes.NewReader(in), func(r io.Reader, buf []byte) ([]byte, bool, uint32, error) {
+			n, done, mtime, err := ReadSendHeader(r)
+			if err != nil || done {
+				return nil, done, mtime, err
 			}
-			if len(req.Path) > MaxSyncPath {
-				t.Fatalf("path %d over limit", len(req.Path))
+			if n > MaxSyncData {
+				t.Fatalf("chunk %d over limit", n)
 			}
-			switch req.ID {
-			case SyncQUIT:
-				return
-			case SyncSEND:
-				if _, _, err := ParseSendTarget(req.Path); err != nil {
-					return
+			data := buf[:0]
+			for len(data) < int(n) {
+				k := min(int(n)-len(data), 1000)
+				if _, err := io.ReadFull(r, buf[len(data):len(data)+k]); err != nil {
+					return nil, false, 0, noEOF(err)
 				}
-				for {
-					data, done, _, err := ReadSendChunk(r, buf)
-					if err != nil {
-						return
-					}
-					if len(data) > MaxSyncData {
-						t.Fatalf("chunk %d over limit", len(data))
-					}
-					if done {
-						break
-					}
-				}
+				data = buf[:len(data)+k]
 			}
+			return data, false, 0, nil
+		})
+		if whole != pieces {
+			t.Fatalf("sessions differ:\n%s\nvs\n%s", whole, pieces)
 		}
 	})
+}
+
+// syncSession reads a device's view of a sync session with chunk reading
+// the SEND bodies, and returns what it saw.
+func syncSession(t *testing.T, r io.Reader, chunk func(io.Reader, []byte) ([]byte, bool, uint32, error)) string {
+	var log bytes.Buffer
+	buf := make([]byte, MaxSyncData)
+	for {
+		req, err := ReadSyncRequest(r)
+		if err != nil {
+			fmt.Fprintf(&log, "end: %v\n", errors.Is(err, io.EOF))
+			return log.String()
+		}
+		if len(req.Path) > MaxSyncPath {
+			t.Fatalf("path %d over limit", len(req.Path))
+		}
+		fmt.Fprintf(&log, "%s %q\n", req.ID, req.Path)
+		switch req.ID {
+		case SyncQUIT:
+			return log.String()
+		case SyncSEND:
+			if _, _, err := ParseSendTarget(req.Path); err != nil {
+				return log.String()
+			}
+			for {
+				data, done, mtime, err := chunk(r, buf)
+				if err != nil {
+					fmt.Fprintf(&log, "send error: unexpected EOF %v, too long %v, unexpected %v\n",
+						errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, ErrChunkTooLong), errors.Is(err, ErrUnexpected))
+					return log.String()
+				}
+				if len(data) > MaxSyncData {
+					t.Fatalf("chunk %d over limit", len(data))
+				}
+				if done {
+					fmt.Fprintf(&log, "DONE %d\n", mtime)
+					break
+				}
+				fmt.Fprintf(&log, "DATA %x\n", data)
+			}
+		}
+	}
 }
 
 // FuzzShellPacket parses arbitrary bytes as a stream of shell v2 packets.

@@ -109,25 +109,44 @@ func ParseHeader(h []byte, maxData uint32) (Message, uint32, error) {
 	return m, n, nil
 }
 
-// ReadMessage reads one message. Payloads longer than maxData are refused
-// before anything is allocated. The checksum field is not checked, as adb
-// itself does not check it.
+// ReadMessage reads one message into a fresh payload. Payloads longer
+// than maxData are refused before anything is allocated. The checksum
+// field is not checked, as adb itself does not check it.
 func ReadMessage(r io.Reader, maxData uint32) (Message, error) {
 	var h [HeaderSize]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return Message{}, err
-	}
-	m, n, err := ParseHeader(h[:], maxData)
+	m, n, err := ReadHeader(r, &h, maxData)
 	if err != nil {
 		return Message{}, err
 	}
 	if n > 0 {
 		m.Data = make([]byte, n)
-		if _, err := io.ReadFull(r, m.Data); err != nil {
-			return Message{}, fmt.Errorf("read %s payload: %w", m.Command, noEOF(err))
+		if err := ReadPayload(r, m.Command, m.Data); err != nil {
+			return Message{}, err
 		}
 	}
 	return m, nil
+}
+
+// ReadHeader reads a header into h (the caller's, so that a read loop
+// allocates nothing) and returns the message without its data and the
+// payload length, at most maxData. The payload follows on r: the caller
+// reads it with ReadPayload into a buffer of its choice, which lets a
+// reader act on the header (flow control) before the payload arrives.
+func ReadHeader(r io.Reader, h *[HeaderSize]byte, maxData uint32) (Message, uint32, error) {
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return Message{}, 0, err
+	}
+	return ParseHeader(h[:], maxData)
+}
+
+// ReadPayload reads the payload of a cmd message whose header has been
+// read, filling buf, whose length must be the announced one. A stream
+// that ends inside the payload is io.ErrUnexpectedEOF.
+func ReadPayload(r io.Reader, cmd Command, buf []byte) error {
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return fmt.Errorf("read %s payload: %w", cmd, noEOF(err))
+	}
+	return nil
 }
 
 // WriteMessage writes m in one Write call when w is unbuffered enough to

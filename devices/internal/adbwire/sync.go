@@ -110,32 +110,48 @@ func ReadSyncRequest(r io.Reader) (SyncRequest, error) {
 // DONE with the file's mtime. Anything else wraps ErrUnexpected; a FAIL
 // from the peer carries its message.
 func ReadSendChunk(r io.Reader, buf []byte) (data []byte, done bool, mtime uint32, err error) {
+	n, done, mtime, err := ReadSendHeader(r)
+	if err != nil || done {
+		return nil, done, mtime, err
+	}
+	if int(n) > len(buf) {
+		return nil, false, 0, fmt.Errorf("sync DATA %d bytes: %w", n, ErrChunkTooLong)
+	}
+	if _, err := io.ReadFull(r, buf[:n]); err != nil {
+		return nil, false, 0, fmt.Errorf("sync DATA: %w", noEOF(err))
+	}
+	return buf[:n], false, 0, nil
+}
+
+// ReadSendHeader reads the header of the next message of a SEND body and
+// returns the length of a DATA chunk, at most MaxSyncData, whose bytes
+// follow on r for the caller to take as it likes (into a file without a
+// copy), or DONE with the file's mtime. Anything else is an error as for
+// ReadSendChunk.
+func ReadSendHeader(r io.Reader) (n uint32, done bool, mtime uint32, err error) {
 	h, err := ReadSyncHeader(r)
 	if err != nil {
-		return nil, false, 0, noEOF(err)
+		return 0, false, 0, noEOF(err)
 	}
 	switch h.ID {
 	case SyncDATA:
-		if h.Arg > MaxSyncData || int(h.Arg) > len(buf) {
-			return nil, false, 0, fmt.Errorf("sync DATA %d bytes: %w", h.Arg, ErrChunkTooLong)
+		if h.Arg > MaxSyncData {
+			return 0, false, 0, fmt.Errorf("sync DATA %d bytes: %w", h.Arg, ErrChunkTooLong)
 		}
-		if _, err := io.ReadFull(r, buf[:h.Arg]); err != nil {
-			return nil, false, 0, fmt.Errorf("sync DATA: %w", noEOF(err))
-		}
-		return buf[:h.Arg], false, 0, nil
+		return h.Arg, false, 0, nil
 	case SyncDONE:
-		return nil, true, h.Arg, nil
+		return 0, true, h.Arg, nil
 	case SyncFAIL:
 		if h.Arg > MaxSyncPath {
-			return nil, false, 0, fmt.Errorf("sync FAIL %d bytes: %w", h.Arg, ErrChunkTooLong)
+			return 0, false, 0, fmt.Errorf("sync FAIL %d bytes: %w", h.Arg, ErrChunkTooLong)
 		}
 		msg := make([]byte, h.Arg)
 		if _, err := io.ReadFull(r, msg); err != nil {
-			return nil, false, 0, fmt.Errorf("sync FAIL: %w", noEOF(err))
+			return 0, false, 0, fmt.Errorf("sync FAIL: %w", noEOF(err))
 		}
-		return nil, false, 0, fmt.Errorf("sync: peer failed: %q: %w", msg, ErrUnexpected)
+		return 0, false, 0, fmt.Errorf("sync: peer failed: %q: %w", msg, ErrUnexpected)
 	}
-	return nil, false, 0, fmt.Errorf("sync %s inside SEND: %w", h.ID, ErrUnexpected)
+	return 0, false, 0, fmt.Errorf("sync %s inside SEND: %w", h.ID, ErrUnexpected)
 }
 
 // ParseSendTarget splits the "PATH,MODE" argument of a v1 SEND at the last
