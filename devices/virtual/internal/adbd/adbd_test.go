@@ -271,8 +271,9 @@ func TestSyncPushFlowControl(t *testing.T) {
 	h.recvQuiet()
 	dst := filepath.Join(t.TempDir(), "f")
 	const size = 24 << 20
+	body := sendBody(dst, size)
 	for i := uint32(1); i <= 3; i++ {
-		pushOverWire(h, i, size, dst)
+		pushOverWire(h, i, body)
 		if st, err := os.Stat(dst); err != nil || st.Size() != size {
 			t.Fatalf("push %d: %v size %d", i, err, st.Size())
 		}
@@ -310,11 +311,12 @@ func (r *recordConn) okays(t *testing.T) int {
 	}
 }
 
-// TestEarlyAckInterleaving replays the interleaving that once let the
-// host overrun a stream: the service takes a payload, two more WRTEs
-// arrive (the second fills the queue, its OKAY is held back), and only
-// then does the service's take look at the held-back OKAY. It must not
-// send it while the queue is still full.
+// TestEarlyAckInterleaving steps through the flow control of a stream's
+// queue: a WRTE is acknowledged when its header is accounted for (before
+// its payload is queued) if the queue has room for the next one; the OKAY
+// of the WRTE that fills the queue waits until the service takes a
+// payload; and a WRTE sent while an OKAY is held back is refused (the
+// stream would be closed), so the host can never overrun the queue.
 func TestEarlyAckInterleaving(t *testing.T) {
 	t.Parallel()
 	rc := &recordConn{}
@@ -322,34 +324,67 @@ func TestEarlyAckInterleaving(t *testing.T) {
 	c.online = true
 	c.maxData = adbwire.MaxPayload
 	st := c.newStream(9)
-	if !st.deliver([]byte("w")) || rc.okays(t) != 1 {
-		t.Fatalf("first WRTE not acknowledged at once: %d OKAYs", rc.okays(t))
+	steps := []struct {
+		what  string
+		do    func() bool // false: the WRTE was refused
+		ok    bool
+		okays int
+	}{
+		{"W: acknowledged before its payload is queued", st.reserve, true, 1},
+		{"W queued", func() bool { st.put([]byte("w")); return true }, true, 1},
+		// The service takes W off the queue but has not accounted for the
+		// take yet: the slot is still W's.
+		{"service takes W", func() bool { <-st.in; return true }, true, 1},
+		{"X fills the queue: OKAY held back", func() bool { ok := st.reserve(); st.put([]byte("x")); return ok }, true, 1},
+		{"Y before X's OKAY: refused", st.reserve, false, 1},
+		{"the take of W is accounted: X acknowledged", func() bool { st.taken(); return true }, true, 2},
+		{"Y fills the queue again", func() bool { ok := st.reserve(); st.put([]byte("y")); return ok }, true, 2},
+		{"Z before Y's OKAY: refused", st.reserve, false, 2},
+		{"the service reads X and Y", func() bool {
+			b := make([]byte, 2)
+			n, err := io.ReadFull(st, b)
+			return err == nil && n == 2 && string(b) == "xy"
+		}, true, 3},
 	}
-	<-st.in // the service takes W...
-	if !st.deliver([]byte("x")) || !st.deliver([]byte("y")) {
-		t.Fatal("deliveries refused")
+	for _, s := range steps {
+		if ok := s.do(); ok != s.ok {
+			t.Fatalf("%s: accepted = %v, want %v", s.what, ok, s.ok)
+		}
+		if n := rc.okays(t); n != s.okays {
+			t.Fatalf("%s: %d OKAYs sent, want %d", s.what, n, s.okays)
+		}
 	}
-	if n := rc.okays(t); n != 2 {
-		t.Fatalf("X acknowledged, Y (queue full) held back: want 2 OKAYs, got %d", n)
+}
+
+// TestWRTEAcknowledgedBeforePayload: the OKAY for a WRTE leaves as soon as
+// its header is in, while its payload is still on the way; the payload
+// then reaches the service whole.
+func TestWRTEAcknowledgedBeforePayload(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	h := &host{t: t, nc: newTestServer(t, 0)}
+	h.sendQuiet(adbwire.CmdCNXN, adbwire.Version, adbwire.MaxPayload, "host::")
+	h.recvQuiet()
+	h.sendQuiet(adbwire.CmdOPEN, 3, 0, "sync:\x00")
+	local := h.recvQuiet().Arg0
+	path := filepath.Join(t.TempDir(), strings.Repeat("p", 200))
+	req := adbwire.AppendSyncRequest(nil, adbwire.SyncSTAT, path)
+	m := adbwire.Message{Command: adbwire.CmdWRTE, Arg0: 3, Arg1: local, Data: req}
+	wire, _ := m.MarshalBinary()
+	cut := adbwire.HeaderSize + 5
+	if _, err := h.nc.Write(wire[:cut]); err != nil {
+		t.Fatal(err)
 	}
-	st.taken() // ...and only now looks at the held-back OKAY.
-	if n := rc.okays(t); n != 2 {
-		t.Fatalf("OKAY for Y sent while the queue is still full (%d OKAYs)", n)
+	h.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if got, err := adbwire.ReadMessage(h.nc, adbwire.MaxPayload); err != nil || got.Command != adbwire.CmdOKAY || got.Arg1 != 3 {
+		t.Fatalf("before the payload: got %s, %v; want OKAY", format(&got), err)
 	}
-	if st.deliver([]byte("z")) {
-		t.Fatal("a WRTE beyond the queue was accepted")
+	if _, err := h.nc.Write(wire[cut:]); err != nil {
+		t.Fatal(err)
 	}
-	// A real take frees a slot: Y is acknowledged.
-	st2 := c.newStream(10)
-	st2.deliver([]byte("a"))
-	<-st2.in
-	st2.deliver([]byte("b"))
-	st2.deliver([]byte("c"))
-	before := rc.okays(t)
-	<-st2.in
-	st2.taken()
-	if rc.okays(t) != before+1 {
-		t.Fatal("held-back OKAY not sent once the queue had room")
+	reply := h.recvQuiet()
+	if reply.Command != adbwire.CmdWRTE || !bytes.Equal(reply.Data, adbwire.AppendSyncStatV1(nil, 0, 0, 0)) {
+		t.Fatalf("STAT of a missing path answered %s", format(&reply))
 	}
 }
 

@@ -83,13 +83,30 @@ func (c *conn) serve() error {
 		}
 		c.wg.Wait()
 	}()
-	br := bufio.NewReaderSize(c.nc, 256<<10)
+	// Payloads larger than the buffer are read past it, straight into
+	// their own buffers; it only gathers headers and small messages.
+	br := bufio.NewReaderSize(c.nc, readBuffer)
+	var h [adbwire.HeaderSize]byte
+	var scratch []byte // payloads of messages other than WRTE, reused
 	for {
-		m, err := adbwire.ReadMessage(br, adbwire.MaxPayload)
+		m, n, err := adbwire.ReadHeader(br, &h, adbwire.MaxPayload)
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
+			return fmt.Errorf("read message: %w", err)
+		}
+		if m.Command == adbwire.CmdWRTE {
+			if err := c.wrte(br, &m, n); err != nil {
+				return fmt.Errorf("read message: %w", err)
+			}
+			continue
+		}
+		if uint32(cap(scratch)) < n {
+			scratch = make([]byte, n)
+		}
+		m.Data = scratch[:n]
+		if err := adbwire.ReadPayload(br, m.Command, m.Data); err != nil {
 			return fmt.Errorf("read message: %w", err)
 		}
 		if err := c.handle(&m); err != nil {
@@ -98,6 +115,53 @@ func (c *conn) serve() error {
 	}
 }
 
+// readBuffer is the size of a connection's read buffer.
+const readBuffer = 64 << 10
+
+// wrte takes a WRTE off the wire. The stream's queue slot is taken, and
+// the WRTE acknowledged if another one fits, as soon as the header is
+// in: the host then sends its next WRTE while this payload is still being
+// read. The payload goes into a buffer of its own, which the stream's
+// reader gives back (payloads).
+func (c *conn) wrte(br *bufio.Reader, m *adbwire.Message, n uint32) error {
+	c.mu.Lock()
+	online := c.online
+	st := c.streams[m.Arg1]
+	c.mu.Unlock()
+	if !online || st == nil || st.remoteID() != m.Arg0 {
+		_, err := br.Discard(int(n))
+		if err != nil {
+			return fmt.Errorf("read WRTE payload: %w", noEOF(err))
+		}
+		return nil
+	}
+	ok := st.reserve()
+	b := getPayload(n)
+	if err := adbwire.ReadPayload(br, m.Command, b); err != nil {
+		putPayload(b)
+		return err
+	}
+	if !ok {
+		// A second WRTE before our OKAY breaks flow control.
+		putPayload(b)
+		c.s.log.Debug("WRTE before OKAY: closing the stream", "conn", c.id, "stream", st.local)
+		st.Close()
+		return nil
+	}
+	st.put(b)
+	return nil
+}
+
+// noEOF turns a clean EOF inside a message into io.ErrUnexpectedEOF.
+func noEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// handle acts on a message other than WRTE (see wrte); m.Data is reused
+// once it returns.
 func (c *conn) handle(m *adbwire.Message) error {
 	c.mu.Lock()
 	online := c.online
@@ -130,14 +194,6 @@ func (c *conn) handle(m *adbwire.Message) error {
 	case adbwire.CmdOKAY:
 		if st := c.lookup(m.Arg1); st != nil {
 			st.okay(m.Arg0)
-		}
-	case adbwire.CmdWRTE:
-		if st := c.lookup(m.Arg1); st != nil && st.remoteID() == m.Arg0 {
-			if !st.deliver(m.Data) {
-				// A second WRTE before our OKAY breaks flow control.
-				c.s.log.Debug("WRTE before OKAY: closing the stream", "conn", c.id, "stream", st.local)
-				st.Close()
-			}
 		}
 	case adbwire.CmdCLSE:
 		if st := c.lookup(m.Arg1); st != nil && (st.remoteID() == m.Arg0 || st.remoteID() == 0) {
@@ -187,6 +243,7 @@ func (c *conn) newStream(remote uint32) *stream {
 	}
 	st := &stream{c: c, local: c.nextID, remote: remote, maxData: c.maxData,
 		in: make(chan []byte, inQueue), ack: make(chan struct{}, 1), bound: make(chan struct{}), done: make(chan struct{})}
+	st.rd.take = st.take
 	if remote != 0 {
 		close(st.bound)
 	}
@@ -265,10 +322,12 @@ func (c *conn) openToHost(ctx context.Context, dest string) (*stream, error) {
 }
 
 // inQueue is how many WRTE payloads a stream holds for its service. A
-// WRTE is acknowledged at once while the queue has room, so the host sends
-// the next one while the service works (as adbd acknowledges queued data);
-// when the queue is full the OKAY waits until the service takes a payload.
-// A stream holds at most inQueue+1 payloads of at most 1 MiB.
+// WRTE is acknowledged as soon as its header arrives if the queue has room
+// for the next one, so the host sends the next WRTE while this one and
+// the service's work go on (as adbd acknowledges queued data); when the
+// queue is full the OKAY waits until the service takes a payload. A
+// stream holds at most inQueue+1 payloads of at most 1 MiB: inQueue
+// queued, one being read by the service.
 const inQueue = 2
 
 // stream is one adb stream, used by a service as an io.ReadWriteCloser.
@@ -278,8 +337,8 @@ type stream struct {
 	local   uint32
 	maxData uint32
 
-	rmu    sync.Mutex // serialises Read
-	cur    []byte
+	rmu    sync.Mutex    // serialises the service's reads (Read, WriteTo)
+	rd     payloadReader // used under rmu
 	in     chan []byte   // WRTE payloads not yet taken by the service
 	wmu    sync.Mutex    // serialises Write
 	ack    chan struct{} // the host's OKAY for our WRTE
@@ -290,7 +349,8 @@ type stream struct {
 	// idmu guards the fields that follow.
 	idmu       sync.Mutex
 	remote     uint32
-	pendingAck bool // a WRTE arrived when the queue was full
+	held       int  // payloads accepted (queued or being read off the wire), not yet taken
+	pendingAck bool // a WRTE filled the queue: its OKAY waits for a take
 }
 
 func (st *stream) remoteID() uint32 {
@@ -314,25 +374,24 @@ func (st *stream) okay(remote uint32) {
 	}
 }
 
-func (st *stream) deliver(b []byte) bool {
+// reserve accounts for a WRTE whose header has arrived, before its
+// payload is read: it takes a queue slot and sends the OKAY at once if
+// there is a slot for the host's next WRTE too. It reports false when the
+// host broke flow control (a WRTE while the previous one's OKAY is held
+// back). A closed stream accepts and drops everything.
+func (st *stream) reserve() bool {
 	select {
 	case <-st.done:
 		return true
 	default:
 	}
 	st.idmu.Lock()
-	if st.pendingAck {
-		// The host sent a WRTE before our OKAY: flow control broken.
+	if st.pendingAck || st.held >= inQueue {
 		st.idmu.Unlock()
 		return false
 	}
-	select {
-	case st.in <- b:
-	default:
-		st.idmu.Unlock()
-		return false
-	}
-	ackNow := len(st.in) < cap(st.in)
+	st.held++
+	ackNow := st.held < inQueue
 	st.pendingAck = !ackNow
 	remote := st.remote
 	st.idmu.Unlock()
@@ -342,41 +401,69 @@ func (st *stream) deliver(b []byte) bool {
 	return true
 }
 
+// put queues the payload of a reserved WRTE.
+func (st *stream) put(b []byte) {
+	select {
+	case <-st.done:
+		putPayload(b)
+		return
+	default:
+	}
+	select {
+	case st.in <- b:
+	default:
+		// Unreachable while reserve keeps held <= cap(in): never block
+		// the connection's reader on one stream.
+		putPayload(b)
+		st.Close()
+	}
+}
+
+// take returns the next payload, waiting for it; io.EOF once the stream
+// is closed and every delivered payload has been taken. The caller owns
+// the payload (putPayload when done).
+func (st *stream) take() ([]byte, error) {
+	var b []byte
+	select {
+	case b = <-st.in:
+	default:
+		select {
+		case b = <-st.in:
+		case <-st.done:
+			select {
+			case b = <-st.in:
+			default:
+				return nil, io.EOF
+			}
+		}
+	}
+	st.taken()
+	return b, nil
+}
+
 // Read implements io.Reader. It returns io.EOF once the stream is closed
 // and every delivered byte has been read.
 func (st *stream) Read(p []byte) (int, error) {
 	st.rmu.Lock()
 	defer st.rmu.Unlock()
-	for len(st.cur) == 0 {
-		var b []byte
-		select {
-		case b = <-st.in:
-		default:
-			select {
-			case b = <-st.in:
-			case <-st.done:
-				select {
-				case b = <-st.in:
-				default:
-					return 0, io.EOF
-				}
-			}
-		}
-		st.cur = b
-		st.taken()
-	}
-	n := copy(p, st.cur)
-	st.cur = st.cur[n:]
-	return n, nil
+	return st.rd.Read(p)
 }
 
-// taken runs after Read took a payload off the queue: if a WRTE was held
-// back and there is room again, it is acknowledged now. The room is
-// checked, not assumed: the take may have happened before the WRTE that
-// filled the queue arrived.
+// WriteTo implements io.WriterTo, so that io.Copy from a stream (into a
+// forwarded socket) writes the payloads themselves, without a copy.
+func (st *stream) WriteTo(w io.Writer) (int64, error) {
+	st.rmu.Lock()
+	defer st.rmu.Unlock()
+	return st.rd.WriteTo(w)
+}
+
+// taken runs after the service took a payload off the queue: its slot is
+// free, and a WRTE whose OKAY was held back is acknowledged now if there
+// is room for the next one.
 func (st *stream) taken() {
 	st.idmu.Lock()
-	ack := st.pendingAck && len(st.in) < cap(st.in)
+	st.held--
+	ack := st.pendingAck && st.held < inQueue
 	if ack {
 		st.pendingAck = false
 	}
