@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 // appBinary returns a sample app's binary, built on first use.
 func appBinary(t *testing.T, app string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	bin, err := bundles.Binary(ctx, app)
 	if err != nil {
@@ -52,7 +52,7 @@ func appBinary(t *testing.T, app string) string {
 // buildApps builds the named apps' binaries in one go build.
 func buildApps(t *testing.T, apps ...string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	if err := bundles.Build(ctx, apps...); err != nil {
 		t.Fatal(err)
