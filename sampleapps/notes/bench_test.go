@@ -58,3 +58,30 @@ func BenchmarkRecorder(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(events)), "events/round")
 }
+
+// BenchmarkTrackedRound is one ask_agent round as the binary runs it:
+// 20 tool calls (each a card, then created) between 500 streamed text
+// chunks, every event recorded and the round's state file kept up to
+// date for ask_agent_status (text chunks throttled, everything else
+// written at once).
+func BenchmarkTrackedRound(b *testing.B) {
+	events := []Event{{Kind: EventWaiting}, {Kind: EventRunning}}
+	for i := range 500 {
+		events = append(events, Event{Kind: EventText, Text: "好的，我来安排。"})
+		if i%25 == 0 {
+			id := fmt.Sprint(i)
+			events = append(events, tcRef(id, "calendar", "event_create", StatusPendingApproval), tcRef(id, "calendar", "event_create", StatusCompleted))
+		}
+	}
+	events = append(events, Event{Kind: EventDone, StopReason: "end_turn"})
+	agent := &scriptedAgent{events: events, stop: "end_turn"}
+	a, _ := newApp(b, time.UTC, agent)
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := a.Debug(context.Background(), "ask_agent", []string{`{"text":"明天下午3点开会"}`})
+		if err != nil || out.(*AskReport).Created.Events != 20 {
+			b.Fatalf("%+v %v", out, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(events)), "ns/event")
+}

@@ -33,6 +33,7 @@ const (
 
 // Errors of the round tracker.
 var (
+	errBadState     = errors.New("the state file holds no report")
 	ErrRoundRunning = &apptool.UserError{Sentence: "A schedule round is already running; watch it with ask_agent_status or stop it with ask_agent_stop."}
 	ErrNoRound      = &apptool.UserError{Sentence: "No schedule round has run yet."}
 	ErrNotRunning   = &apptool.UserError{Sentence: "No schedule round is running."}
@@ -169,6 +170,10 @@ func (r *Rounds) read() (*roundDoc, error) {
 	var d roundDoc
 	if err := json.Unmarshal(b, &d); err != nil {
 		return nil, fmt.Errorf("round state: %w", err)
+	}
+	var report map[string]json.RawMessage
+	if err := json.Unmarshal(d.Report, &report); err != nil || report == nil {
+		return nil, fmt.Errorf("round state: %w", errBadState)
 	}
 	return &d, nil
 }

@@ -143,3 +143,36 @@ func TestRoundOrphaned(t *testing.T) {
 		t.Error("broken state file accepted")
 	}
 }
+
+// Whatever the state file holds (it is the app's own file, but a crash
+// can leave anything), status answers an error or one JSON document, and
+// a pending round without its process is never reported as running.
+func FuzzRoundStatus(f *testing.F) {
+	f.Add([]byte(`{"pid":1,"pending":true,"report":{"state":"running","pending":true}}`))
+	f.Add([]byte(`{"pid":1,"pending":false,"report":{"state":"done"}}`))
+	f.Add([]byte(`{"pid":1,"pending":true,"report":[1,2]}`))
+	f.Add([]byte(`{"pending":true,"report":null}`))
+	f.Add([]byte(`{"pending":false}`))
+	f.Add([]byte(`not json`))
+	dir := f.TempDir()
+	r := NewRounds(dir)
+	f.Fuzz(func(t *testing.T, state []byte) {
+		if err := os.WriteFile(filepath.Join(dir, roundStateFile), state, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := r.Status()
+		if err != nil {
+			return
+		}
+		if !json.Valid(raw) {
+			t.Fatalf("status %q is not JSON", raw)
+		}
+		var d roundDoc
+		if json.Unmarshal(state, &d) == nil && d.Pending {
+			var m map[string]any
+			if json.Unmarshal(raw, &m) != nil || m["pending"] != false || m["state"] != StateError {
+				t.Fatalf("orphaned round reported as %s", raw)
+			}
+		}
+	})
+}
