@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -29,6 +30,9 @@ const (
 	// final report.
 	StopWait = 10 * time.Second
 	stopPoll = 20 * time.Millisecond
+	// maxStateBytes bounds the state file read back: a report is far
+	// smaller (the Recorder bounds text and items).
+	maxStateBytes = 1 << 20
 )
 
 // Errors of the round tracker.
@@ -160,12 +164,20 @@ func (r *Rounds) write(report any, pending bool) error {
 }
 
 func (r *Rounds) read() (*roundDoc, error) {
-	b, err := os.ReadFile(filepath.Join(r.dir, roundStateFile))
+	f, err := os.Open(filepath.Join(r.dir, roundStateFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, ErrNoRound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("round state: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxStateBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("round state: %w", err)
+	}
+	if len(b) > maxStateBytes {
+		return nil, fmt.Errorf("round state: larger than %d bytes", maxStateBytes)
 	}
 	var d roundDoc
 	if err := json.Unmarshal(b, &d); err != nil {

@@ -1,6 +1,7 @@
 package notes
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -138,9 +139,11 @@ func TestRoundOrphaned(t *testing.T) {
 		t.Errorf("stop of an orphan: %v", err)
 	}
 	// A state file that is not JSON is an error, not a report.
-	os.WriteFile(filepath.Join(dir, roundStateFile), []byte("{"), 0o600)
-	if _, err := r.Status(); err == nil {
-		t.Error("broken state file accepted")
+	for _, bad := range [][]byte{[]byte("{"), append([]byte(`{"pending":false,"report":{}}`), bytes.Repeat([]byte(" "), maxStateBytes)...)} {
+		os.WriteFile(filepath.Join(dir, roundStateFile), bad, 0o600)
+		if _, err := r.Status(); err == nil {
+			t.Errorf("broken state file of %d bytes accepted", len(bad))
+		}
 	}
 }
 
