@@ -1,10 +1,11 @@
 // Package notes is the sample notes app (spec §9.3) without any SDK: the
 // provider side (the note tools the runtime calls, over the app's own
 // SQLite store) and the caller side ("schedule with AgentOS": the prompt
-// builder, the Agent seam the caller SDK will satisfy, and the run report).
+// builder, the Agent seam, and the run report).
 //
-// The provider SDK shell registers Tools(); the caller SDK shell provides
-// an Agent in Options. Debug holds the commands of the app's binary;
+// The provider SDK shell (sampleapps/internal/shell) registers Tools();
+// the caller SDK shell (sampleapps/internal/gateway) is the Agent in
+// Options. Debug holds the commands of the app's binary;
 // Rounds lets its one-shot processes watch and stop a running round.
 package notes
 
