@@ -286,3 +286,55 @@ func TestBridgeExitCodes(t *testing.T) {
 		}
 	}
 }
+
+func TestDevicesWithoutDevices(t *testing.T) {
+	dir := t.TempDir()
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := ln.Addr().String()
+	ln.Close()
+	cfg := filepath.Join(dir, "lab.yaml")
+	os.WriteFile(cfg, []byte("stateDir: "+dir+"\ndevices:\n  adb:\n    - server: "+dead+"\n  virtual: {count: 2}\n  emulators:\n    - avd: {name: pixel}\n"), 0o644)
+	r := runCLI(t, "--config", cfg, "devices", "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var rows []struct{ Source, Name, State, Runtime string }
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, row := range rows {
+		got = append(got, row.Source+"|"+row.Name+"|"+row.State)
+	}
+	want := []string{"adb:" + dead + "||unreachable", "virtual|vdev-1|not created (agentlab run starts it)",
+		"virtual|vdev-2|not created (agentlab run starts it)", "avd|pixel|configured ×1 (agentlab run starts it)"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	text := runCLI(t, "--config", cfg, "devices")
+	if text.code != 0 || !strings.Contains(text.stdout, "SOURCE") || !strings.Contains(text.stdout, "vdev-2") {
+		t.Errorf("table: %d\n%s", text.code, text.stdout)
+	}
+	// Nothing to provision is a failure that says where to look.
+	p := runCLI(t, "--config", cfg, "provision")
+	if p.code != ExitFailed || !strings.Contains(p.stderr, "no device to provision") {
+		t.Errorf("provision without devices: %d %q", p.code, p.stderr)
+	}
+	if p := runCLI(t, "--config", cfg, "provision", "--start", "sideways"); p.code != ExitUsage {
+		t.Errorf("bad --start: %d", p.code)
+	}
+}
+
+func TestBuildVersion(t *testing.T) {
+	old := version
+	defer func() { version = old }()
+	version = "1.2.3 beta/x"
+	if v := buildVersion(); v != "1.2.3-beta-x" {
+		t.Errorf("buildVersion = %q", v)
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -160,10 +159,4 @@ With --fail-on-regression the command exits 1 when NEW failed where OLD did not.
 	cmd.Flags().StringVar(&format, "format", "text", "text, markdown or json")
 	cmd.Flags().BoolVar(&failOnRegression, "fail-on-regression", false, "exit 1 when the new run has new failures or regressed checks")
 	return cmd
-}
-
-// fileExists reports whether path names an existing file.
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }

@@ -21,9 +21,11 @@ type Status struct {
 	SafeMode  bool   `json:"safeMode"`
 	// Tasks is nil when the runtime reports no engine.
 	Tasks *admin.TaskCounts `json:"tasks,omitempty"`
-	// Apps and Supervisor are their status sections, when present.
-	Apps       *AppsSection       `json:"apps,omitempty"`
-	Supervisor *SupervisorSection `json:"supervisor,omitempty"`
+	// Apps and Supervisor are their status sections, when present and
+	// readable (a section this client cannot read is left nil; Raw has
+	// it).
+	Apps       *AppsSection       `json:"-"`
+	Supervisor *SupervisorSection `json:"-"`
 	// Raw is the whole result, with sections this type does not name.
 	Raw json.RawMessage `json:"-"`
 }
@@ -43,7 +45,7 @@ type SupervisorSection struct {
 	RuntimePID        int    `json:"runtimePid"`
 	SafeMode          bool   `json:"safeMode"`
 	ModuleVersion     string `json:"moduleVersion"`
-	ModuleVersionCode int64  `json:"moduleVersionCode"`
+	ModuleVersionCode string `json:"moduleVersionCode"`
 	Error             string `json:"error,omitempty"`
 }
 
@@ -56,6 +58,23 @@ func (c *Client) Status(ctx context.Context) (*Status, error) {
 	var st Status
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return nil, fmt.Errorf("agentosd ctl status: decode: %w", err)
+	}
+	var sections struct {
+		Apps       json.RawMessage `json:"apps"`
+		Supervisor json.RawMessage `json:"supervisor"`
+	}
+	json.Unmarshal(raw, &sections)
+	if len(sections.Apps) > 0 {
+		var a AppsSection
+		if json.Unmarshal(sections.Apps, &a) == nil {
+			st.Apps = &a
+		}
+	}
+	if len(sections.Supervisor) > 0 {
+		var s SupervisorSection
+		if json.Unmarshal(sections.Supervisor, &s) == nil {
+			st.Supervisor = &s
+		}
 	}
 	st.Raw = raw
 	return &st, nil

@@ -58,7 +58,7 @@ func ok(stdout string) func(string) (devices.Result, error) {
 }
 
 func TestCommandLine(t *testing.T) {
-	f := &fakeDevice{answer: ok(`{"version":"1.0","pid":42,"uid":19999,"safeMode":false,"tasks":{"running":1,"queued":2},"apps":{"installed":3,"tableVersion":9},"supervisor":{"state":"ok","runtimePid":42},"extra":{"x":1}}`)}
+	f := &fakeDevice{answer: ok(`{"version":"1.0","pid":42,"uid":19999,"safeMode":false,"tasks":{"running":1,"queued":2},"apps":{"installed":3,"tableVersion":9},"supervisor":{"state":"ok","runtimePid":42,"moduleVersionCode":"7"},"broken":1,"extra":{"x":1}}`)}
 	c := New(f, &Options{SocketPrefix: "t1."})
 	st, err := c.Status(context.Background())
 	if err != nil {

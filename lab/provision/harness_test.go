@@ -1,0 +1,144 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentoslab/agentlab/devices"
+	"github.com/agentoslab/agentlab/devices/adb"
+	"github.com/agentoslab/agentlab/devices/adbserver"
+	"github.com/agentoslab/agentlab/devices/virtual"
+	"github.com/agentoslab/agentlab/lab/build"
+)
+
+func TestMain(m *testing.M) {
+	// The test binary is also every virtual device's init.
+	virtual.Init()
+	os.Exit(m.Run())
+}
+
+// shared are the artifacts every test provisions, built once. The build
+// cache is kept under the temporary directory between runs (it is
+// content-addressed, so a kept cache is always correct), which spares the
+// next run the linking of every binary.
+var shared struct {
+	once sync.Once
+	arts *build.Artifacts
+	err  error
+}
+
+// artifacts builds the real tree (agentosd, every sample app) for this
+// host's ABI.
+func artifacts(t testing.TB) *build.Artifacts {
+	t.Helper()
+	shared.once.Do(func() {
+		dir := filepath.Join(os.TempDir(), "agentlab-test-build")
+		root, err := build.FindRoot(".")
+		if err != nil {
+			shared.err = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+		defer cancel()
+		shared.arts, shared.err = build.Build(ctx, &build.Options{Root: root, OutDir: filepath.Join(dir, "out"),
+			CacheDir: filepath.Join(dir, "cache"), SigningKey: filepath.Join(dir, "keys", "signing.key"), Version: "labtest-1"})
+	})
+	if shared.err != nil {
+		t.Fatalf("build: %v", shared.err)
+	}
+	return shared.arts
+}
+
+func needDevices(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("virtual devices need root (CAP_SYS_ADMIN); run the tests as root")
+	}
+	if _, err := exec.LookPath("adb"); err != nil {
+		t.Skip("adb not on PATH: apt-get install -y adb")
+	}
+}
+
+// testDevice is a virtual device behind a private adb server.
+type testDevice struct {
+	vd  *virtual.Device
+	srv *adbserver.Server
+	dev devices.Device
+}
+
+func startDevice(t testing.TB, o *virtual.Options) *testDevice {
+	t.Helper()
+	needDevices(t)
+	if o == nil {
+		o = &virtual.Options{}
+	}
+	if o.StateDir == "" {
+		o.StateDir = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := adbserver.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vd, err := virtual.Start(ctx, o)
+	if err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	td := &testDevice{vd: vd, srv: srv}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if t.Failed() {
+			td.dumpLogs(t)
+		}
+		vd.Stop(ctx)
+		srv.Close()
+	})
+	s := adb.NewServer(srv.Addr(), nil)
+	if err := s.Connect(ctx, vd.Serial()); err != nil {
+		t.Fatal(err)
+	}
+	td.dev = s.Device(vd.Serial())
+	if err := td.dev.WaitBoot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return td
+}
+
+// dumpLogs prints the device's and the supervisor's logs.
+func (td *testDevice) dumpLogs(t testing.TB) {
+	for _, rel := range []string{"init.log", "data/agentos/supervisor/supervisor.log", "data/agentos/supervisor/runtime.log"} {
+		if b, err := os.ReadFile(filepath.Join(td.vd.Root(), rel)); err == nil {
+			if len(b) > 8000 {
+				b = b[len(b)-8000:]
+			}
+			t.Logf("%s %s:\n%s", td.vd.Name(), rel, b)
+		}
+	}
+}
+
+// lineRecorder is a Reporter for tests.
+type lineRecorder struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (r *lineRecorder) Begin(serial, step string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, "begin "+step)
+}
+
+func (r *lineRecorder) End(serial string, s Step) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, fmt.Sprintf("end %s changed=%v err=%q", s.Name, s.Changed, s.Err))
+}
