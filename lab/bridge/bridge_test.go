@@ -29,7 +29,11 @@ func TestMain(m *testing.M) {
 	// The test binary is also the init of the virtual device the adb
 	// test starts.
 	virtual.Init()
-	os.Exit(m.Run())
+	code := m.Run()
+	if agentosdBin.dir != "" {
+		os.RemoveAll(agentosdBin.dir)
+	}
+	os.Exit(code)
 }
 
 // echoServe answers every ACP request with {"echo": method}.
