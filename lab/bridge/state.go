@@ -75,16 +75,26 @@ func LoadState(path string) (*State, error) {
 	if _, err := f.ReadAt(data, 0); err != nil && fi.Size() > 0 {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	if err := json.Unmarshal(data, st); err != nil {
-		return nil, fmt.Errorf("%s: %w: %v (fix it, or remove it and pair again)", path, ErrBadState, err)
+	st, err = ParseState(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (fix it, or remove it and pair again)", path, err)
+	}
+	return st, nil
+}
+
+// ParseState reads a state file's content.
+func ParseState(data []byte) (*State, error) {
+	var st State
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadState, err)
 	}
 	if st.Version != StateVersion {
-		return nil, fmt.Errorf("%s: %w: version %d (this bridge knows %d)", path, ErrBadState, st.Version, StateVersion)
+		return nil, fmt.Errorf("%w: version %d (this bridge knows %d)", ErrBadState, st.Version, StateVersion)
 	}
 	if st.Devices == nil {
 		st.Devices = map[string]Paired{}
 	}
-	return st, nil
+	return &st, nil
 }
 
 // Save writes the state: the folder is created 0700, the file goes to

@@ -2,9 +2,13 @@ package provision
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentoslab/agentlab/devices"
+	"github.com/agentoslab/agentlab/devices/virtual"
 
 	"github.com/agentoslab/agentlab/lab/modelstub"
 	"github.com/agentoslab/agentlab/lab/runtimectl"
@@ -104,5 +108,71 @@ func TestProvisionVirtualDevice(t *testing.T) {
 			}
 		}
 		t.Errorf("second run changed: %s", strings.Join(changed, "; "))
+	}
+}
+
+// TestRootMethods: KernelSU (ksud installs, the reboot starts it) and
+// adb-root (copied into place, service.sh run by hand, and again after a
+// reboot, since nothing starts modules at boot there).
+func TestRootMethods(t *testing.T) {
+	needDevices(t)
+	arts := artifacts(t)
+	for _, rm := range []string{"kernelsu", "adb-root"} {
+		t.Run(rm, func(t *testing.T) {
+			t.Parallel()
+			td := startDevice(t, &virtual.Options{RootMethod: rm})
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			opts := &Options{Apps: []string{"mcptest"}}
+			res, err := Provision(ctx, td.dev, arts, opts)
+			if err != nil {
+				t.Fatalf("provision: %v\n%+v", err, res.Steps)
+			}
+			if string(res.Root) != rm {
+				t.Errorf("root %s", res.Root)
+			}
+			rt, _ := res.Step("runtime")
+			wantStart := map[string]string{"kernelsu": "rebooted", "adb-root": "started service.sh"}[rm]
+			if !strings.Contains(rt.Detail, wantStart) {
+				t.Errorf("runtime step %q, want %q", rt.Detail, wantStart)
+			}
+			if pl, _ := res.Step("plugins"); pl.Detail != "enabled mcptest" {
+				t.Errorf("plugins step %q", pl.Detail)
+			}
+			// After a reboot the runtime comes back by itself with a
+			// module manager; on adb-root provisioning starts it again.
+			if err := td.dev.Reboot(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := td.dev.WaitBoot(ctx); err != nil {
+				t.Fatal(err)
+			}
+			again, err := Provision(ctx, td.dev, arts, opts)
+			if err != nil {
+				t.Fatalf("provision after reboot: %v\n%+v", err, again.Steps)
+			}
+			for _, s := range again.Steps {
+				if s.Changed && s.Name != "runtime" {
+					t.Errorf("after reboot, %s changed: %s", s.Name, s.Detail)
+				}
+			}
+			rt, _ = again.Step("runtime")
+			if rm == "adb-root" && !strings.Contains(rt.Detail, "started") {
+				t.Errorf("adb-root after reboot: runtime step %q", rt.Detail)
+			}
+		})
+	}
+}
+
+// TestNoRoot: a device without root is refused at the probe.
+func TestNoRoot(t *testing.T) {
+	needDevices(t)
+	arts := artifacts(t)
+	td := startDevice(t, &virtual.Options{RootMethod: "none"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := Provision(ctx, td.dev, arts, nil)
+	if !errors.Is(err, devices.ErrNoRoot) || len(res.Steps) != 1 || res.Steps[0].Err == "" {
+		t.Errorf("provision without root: %v %+v", err, res.Steps)
 	}
 }
