@@ -6,17 +6,24 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/agentoslab/agentlab/runtime/apps"
+	"github.com/agentoslab/agentlab/sampleapps/alarm"
+	"github.com/agentoslab/agentlab/sampleapps/calendar"
+	"github.com/agentoslab/agentlab/sampleapps/mcptest"
+	"github.com/agentoslab/agentlab/sampleapps/notes"
+	"github.com/agentoslab/agentlab/sampleapps/sms"
+	"github.com/agentoslab/agentlab/sampleapps/todo"
 )
 
-// appFacts is what app.json says about a sample app, apart from the
-// version the build stamps. The sample apps keep their identity in their
-// packages' constants (a test checks this table against them); an app
-// folder with its own app.json overrides its row.
+// appFacts is what app.json says about a sample app that has no app.json
+// of its own, apart from the version the build stamps and the label (the
+// plugin's display name). The facts come from the apps' own packages, so
+// the bundles follow the apps: a new debug command is allowed as soon as
+// the app has it.
 type appFacts struct {
 	Package  string
-	Label    string
 	Server   string
 	Service  string
 	Caller   bool
@@ -24,17 +31,12 @@ type appFacts struct {
 }
 
 var sampleApps = map[string]appFacts{
-	"alarm": {Package: "org.agentos.sample.alarm", Label: "闹钟", Server: "alarm", Service: "org.agentos.sample.alarm.AlarmMcpService",
-		Commands: []string{"dump", "reset", "seed", "tool", "ring"}},
-	"calendar": {Package: "org.agentos.sample.calendar", Label: "日历", Server: "calendar", Service: "org.agentos.sample.calendar.CalendarMcpService",
-		Commands: []string{"dump", "reset", "seed", "clear", "tool", "set"}},
-	"notes": {Package: "org.agentos.sample.notes", Label: "备忘录", Server: "notes", Service: "org.agentos.sample.notes.NotesMcpService", Caller: true,
-		Commands: []string{"dump", "reset", "seed", "tool", "raw_prompt", "ask_agent"}},
-	"sms": {Package: "org.agentos.sample.sms", Label: "短信", Server: "sms", Service: "org.agentos.sample.sms.SmsMcpService", Caller: true,
-		Commands: []string{"dump", "reset", "seed", "tool", "inbox", "set", "processed", "instructions", "raw_prompt", "ask_agent"}},
-	"todo": {Package: "org.agentos.sample.todo", Label: "待办", Server: "todo", Service: "org.agentos.sample.todo.TodoMcpService",
-		Commands: []string{"dump", "reset", "seed", "tool"}},
-	"mcptest": {Package: "org.agentos.test.mcp.plugin", Label: "MCP test", Server: "test", Service: "org.agentos.test.mcp.plugin.TestMcpService"},
+	"alarm":    {Package: alarm.Package, Server: alarm.Server, Service: alarm.Service, Commands: alarm.DebugCommands},
+	"calendar": {Package: calendar.Package, Server: calendar.Server, Service: calendar.Service, Commands: calendar.DebugCommands},
+	"notes":    {Package: notes.Package, Server: notes.Server, Service: notes.Service, Caller: true, Commands: notes.DebugCommands},
+	"sms":      {Package: sms.Package, Server: sms.Server, Service: sms.Service, Caller: true, Commands: sms.DebugCommands},
+	"todo":     {Package: todo.Package, Server: todo.Server, Service: todo.Service, Commands: todo.DebugCommands},
+	"mcptest":  {Package: mcptest.Package, Server: mcptest.Server, Service: mcptest.Service},
 }
 
 // ErrUnknownApp: an app folder with neither an app.json nor a row in the
@@ -56,7 +58,11 @@ func appJSON(dir, name string, versionCode int64, versionName string) ([]byte, *
 		if !ok {
 			return nil, nil, fmt.Errorf("%s: %w (add %s)", dir, ErrUnknownApp, filepath.Join(dir, apps.AppJSONName))
 		}
-		a = &apps.App{Package: f.Package, Label: f.Label, Binary: name, Caller: f.Caller, Commands: f.Commands,
+		label := displayName(filepath.Join(dir, "assets", "agent-plugin"))
+		if label == "" {
+			label = name
+		}
+		a = &apps.App{Package: f.Package, Label: label, Binary: name, Caller: f.Caller, Commands: slices.Clone(f.Commands),
 			Services: []apps.Service{{Name: f.Service, Kind: apps.ServiceKindMCP, Server: f.Server}}}
 	}
 	a.VersionCode = versionCode
@@ -69,6 +75,28 @@ func appJSON(dir, name string, versionCode int64, versionName string) ([]byte, *
 		return nil, nil, err
 	}
 	return append(b, '\n'), a, nil
+}
+
+// displayName reads the plugin's display name (plugin.json
+// extensions."com.openai".interface.displayName), "" if none.
+func displayName(assetsDir string) string {
+	b, err := os.ReadFile(filepath.Join(assetsDir, "plugin.json"))
+	if err != nil {
+		return ""
+	}
+	var p struct {
+		Extensions struct {
+			OpenAI struct {
+				Interface struct {
+					DisplayName string `json:"displayName"`
+				} `json:"interface"`
+			} `json:"com.openai"`
+		} `json:"extensions"`
+	}
+	if json.Unmarshal(b, &p) != nil {
+		return ""
+	}
+	return p.Extensions.OpenAI.Interface.DisplayName
 }
 
 // pluginName reads the plugin's name from its plugin.json ("" if none).

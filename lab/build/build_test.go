@@ -13,12 +13,6 @@ import (
 	"testing"
 
 	"github.com/agentoslab/agentlab/runtime/apps"
-	"github.com/agentoslab/agentlab/sampleapps/alarm"
-	"github.com/agentoslab/agentlab/sampleapps/calendar"
-	"github.com/agentoslab/agentlab/sampleapps/mcptest"
-	"github.com/agentoslab/agentlab/sampleapps/notes"
-	"github.com/agentoslab/agentlab/sampleapps/sms"
-	"github.com/agentoslab/agentlab/sampleapps/todo"
 )
 
 // fakeTree writes a small module shaped like the project: agentosd and
@@ -234,35 +228,26 @@ func TestCrossABI(t *testing.T) {
 	}
 }
 
-// TestSampleAppFacts: the build's table of sample apps says what the apps'
-// own packages say.
+// TestSampleAppFacts: every sample app gets an app.json that parses, with
+// the plugin's display name as its label; an app folder without app.json
+// must be one the build knows.
 func TestSampleAppFacts(t *testing.T) {
-	for name, want := range map[string]struct {
-		pkg, server, service string
-		commands             []string
-	}{
-		"alarm":    {alarm.Package, alarm.Server, alarm.Service, alarm.DebugCommands},
-		"calendar": {calendar.Package, calendar.Server, calendar.Service, calendar.DebugCommands},
-		"notes":    {notes.Package, notes.Server, notes.Service, notes.DebugCommands},
-		"sms":      {sms.Package, sms.Server, sms.Service, sms.DebugCommands},
-		"todo":     {todo.Package, todo.Server, todo.Service, todo.DebugCommands},
-		"mcptest":  {mcptest.Package, mcptest.Server, mcptest.Service, nil},
-	} {
-		f := sampleApps[name]
-		if f.Package != want.pkg || f.Server != want.server || f.Service != want.service || !slices.Equal(f.Commands, want.commands) {
-			t.Errorf("%s: table %+v, package says %+v", name, f, want)
-		}
-		data, a, err := appJSON(t.TempDir(), name, 5, "v")
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if _, err := apps.ParseApp(data); err != nil || a.VersionCode != 5 {
-			t.Errorf("%s: app.json does not parse back: %v", name, err)
-		}
-	}
 	root, err := FindRoot(".")
 	if err != nil {
 		t.Fatal(err)
+	}
+	for name, f := range sampleApps {
+		dir := filepath.Join(root, DefaultAppsDir, name)
+		data, a, err := appJSON(dir, name, 5, "v")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := apps.ParseApp(data); err != nil || a.VersionCode != 5 || a.Package != f.Package || a.Label == name {
+			t.Errorf("%s: app.json %s: %v", name, data, err)
+		}
+	}
+	if _, a, _ := appJSON(filepath.Join(root, DefaultAppsDir, "notes"), "notes", 1, "v"); a.Label != "备忘录" || !a.Caller || !a.HasCommand("ask_agent") {
+		t.Errorf("notes app.json %+v", a)
 	}
 	dirs, _ := filepath.Glob(filepath.Join(root, DefaultAppsDir, "*", "cmd"))
 	for _, d := range dirs {
