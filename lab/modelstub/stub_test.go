@@ -38,9 +38,11 @@ func startStub(t *testing.T, logs io.Writer) *Stub {
 	return s
 }
 
+func parseScript(doc string) (*script.Script, error) { return script.Parse([]byte(doc)) }
+
 func mustScript(t *testing.T, doc string) *script.Script {
 	t.Helper()
-	sc, err := script.Parse([]byte(doc))
+	sc, err := parseScript(doc)
 	if err != nil {
 		t.Fatalf("script: %v", err)
 	}
