@@ -97,7 +97,7 @@ func (a *app) config() (*config.Config, error) {
 		}
 		if a.cfgErr != nil && errors.Is(a.cfgErr, config.ErrInvalid) {
 			// A configuration that does not validate is a usage error.
-			a.cfgErr = &usageError{msg: "invalid configuration:\n" + a.cfgErr.Error(), hint: "agentlab --help (and lab/config/lab.schema.json)"}
+			a.cfgErr = &usageError{msg: "invalid configuration:\n" + a.cfgErr.Error(), hint: "agentlab --help"}
 		}
 	})
 	return a.cfg, a.cfgErr
