@@ -1,0 +1,192 @@
+package acptestclient
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/agentoslab/agentlab/runtime/sdk/acpclient"
+)
+
+// PromptOut is a prompt's result: how it ended and what it streamed.
+type PromptOut struct {
+	SessionID  string `json:"sessionId"`
+	StopReason string `json:"stopReason"`
+	TaskID     string `json:"taskId"`
+	// Text is the agent's text, concatenated.
+	Text string `json:"text"`
+	// ToolCalls are the calls of the turn in the order they started,
+	// each with its final state and every status it went through.
+	ToolCalls []ToolCallOut `json:"toolCalls"`
+	// Events counts the events streamed.
+	Events int `json:"events"`
+	// BusyRetries counts the sends refused with quota busy before this
+	// one was admitted (busyRetryMs).
+	BusyRetries int `json:"busyRetries,omitempty"`
+	// Runs are the prompts of times > 1, in order.
+	Runs []*PromptOut `json:"runs,omitempty"`
+	// Background says the prompt was started in the background; Pending
+	// that it had not ended when the result was read (no await).
+	Background bool `json:"background,omitempty"`
+	Pending    bool `json:"pending,omitempty"`
+	Outcome
+}
+
+// ToolCallOut is one tool call of a turn.
+type ToolCallOut struct {
+	ID     string `json:"id"`
+	Tool   string `json:"tool"`
+	Status string `json:"status"`
+	// Statuses are the statuses in the order the updates brought them,
+	// without repeats.
+	Statuses  []string `json:"statuses"`
+	Result    string   `json:"result"`
+	Arguments string   `json:"arguments"`
+	// Ref is "plugin:tool" when the call maps back to the session's
+	// toolScope, else "".
+	Ref string `json:"ref"`
+}
+
+func (r *runner) prompt(ctx context.Context, op *Op) (any, error) {
+	s, err := r.session(op.Session)
+	if err != nil {
+		return nil, err
+	}
+	text := op.promptText()
+	cancelAfter := time.Duration(op.CancelAfterMs) * time.Millisecond
+	busyRetry := time.Duration(op.BusyRetryMs) * time.Millisecond
+	if op.Background {
+		b := &background{done: make(chan struct{})}
+		r.bg[op.As] = b
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			defer close(b.done)
+			start := time.Now()
+			res, err := runPrompt(ctx, s, text, cancelAfter, busyRetry)
+			res.Background = true
+			res.setCommon(time.Since(start).Milliseconds(), errOut(err))
+			b.res = res
+		}()
+		return &PromptOut{SessionID: s.ID(), ToolCalls: []ToolCallOut{}, Background: true, Pending: true}, nil
+	}
+	if op.Times <= 1 {
+		return runPrompt(ctx, s, text, cancelAfter, busyRetry)
+	}
+	out := &PromptOut{SessionID: s.ID(), ToolCalls: []ToolCallOut{}}
+	var last error
+	for range op.Times {
+		start := time.Now()
+		res, err := runPrompt(ctx, s, text, cancelAfter, busyRetry)
+		res.setCommon(time.Since(start).Milliseconds(), errOut(err))
+		out.Runs = append(out.Runs, res)
+		out.StopReason, out.TaskID, out.Text, out.Events = res.StopReason, res.TaskID, res.Text, res.Events
+		last = err
+	}
+	// The op's own error is the last prompt's; each run has its own.
+	return out, last
+}
+
+// busyPoll is how often a prompt refused with quota busy is sent again.
+const busyPoll = 25 * time.Millisecond
+
+// runPrompt sends one prompt and folds its stream; while the runtime
+// refuses it with quota busy it sends it again for up to busyRetry.
+func runPrompt(ctx context.Context, s *acpclient.Session, text string, cancelAfter, busyRetry time.Duration) (*PromptOut, error) {
+	deadline := time.Now().Add(busyRetry)
+	retries := 0
+	for {
+		out, err := promptOnce(ctx, s, text, cancelAfter)
+		var e *acpclient.Error
+		if !errors.As(err, &e) || e.AgentosCode != "quota_exceeded" || e.Reason != "busy" || time.Now().After(deadline) {
+			out.BusyRetries = retries
+			return out, err
+		}
+		retries++
+		t := time.NewTimer(busyPoll)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			out.BusyRetries = retries
+			return out, err
+		}
+	}
+}
+
+// promptOnce sends one prompt and folds its stream.
+func promptOnce(ctx context.Context, s *acpclient.Session, text string, cancelAfter time.Duration) (*PromptOut, error) {
+	out := &PromptOut{SessionID: s.ID(), ToolCalls: []ToolCallOut{}}
+	if cancelAfter > 0 {
+		t := time.AfterFunc(cancelAfter, func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			s.Cancel(cctx)
+		})
+		defer t.Stop()
+	}
+	index := map[string]int{}
+	var sb strings.Builder
+	for ev, err := range s.Prompt(ctx, text, acpclient.PromptOptions{}) {
+		if err != nil {
+			out.Text = sb.String()
+			return out, err
+		}
+		out.Events++
+		switch e := ev.(type) {
+		case acpclient.Text:
+			sb.WriteString(e.Text)
+		case acpclient.ToolCall:
+			i, ok := index[e.ID]
+			if !ok {
+				i = len(out.ToolCalls)
+				index[e.ID] = i
+				out.ToolCalls = append(out.ToolCalls, ToolCallOut{ID: e.ID, Statuses: []string{}})
+			}
+			tc := &out.ToolCalls[i]
+			tc.Tool, tc.Status, tc.Result, tc.Arguments = e.Tool, string(e.Status), e.ResultJSON, e.ArgumentsJSON
+			tc.Ref = ""
+			if e.Ref != nil {
+				tc.Ref = e.Ref.String()
+			}
+			if n := len(tc.Statuses); n == 0 || tc.Statuses[n-1] != tc.Status {
+				tc.Statuses = append(tc.Statuses, tc.Status)
+			}
+		case acpclient.Done:
+			out.StopReason, out.TaskID = e.StopReason, e.TaskID
+		}
+	}
+	out.Text = sb.String()
+	return out, nil
+}
+
+func (r *runner) await(ctx context.Context, op *Op) (any, error) {
+	b, ok := r.bg[op.Prompt]
+	if !ok {
+		return nil, planErrorf("no background prompt %q", op.Prompt)
+	}
+	d := time.Duration(op.TimeoutMs) * time.Millisecond
+	if d == 0 {
+		d = MaxWaitMs * time.Millisecond
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-b.done:
+	case <-t.C:
+		return nil, planErrorf("prompt %q still running after %s", op.Prompt, d)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	r.setResult(op.Prompt, b.res)
+	if b.res.Error != nil {
+		return b.res, &resultError{b.res.Error}
+	}
+	return b.res, nil
+}
+
+// resultError carries an awaited prompt's recorded error into its step.
+type resultError struct{ e *ErrorOut }
+
+func (e *resultError) Error() string { return e.e.Code + ": " + e.e.Message }

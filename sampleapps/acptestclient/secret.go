@@ -1,0 +1,111 @@
+package acptestclient
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Codes and tokens (desktop pairing codes and tokens) never reach the
+// output: an answer's string field named "code" or "token" is kept in
+// memory under "<as>.<key>" and shown as "<redacted len=N …>". A later
+// send or line refers to it as ${secret:<as>.<key>}, or as
+// ${wrong:<as>.<key>} for a value of the same shape that is certainly
+// not it (each digit of a code moved by one; a token's first character
+// changed).
+
+// secretKeys are the fields redacted in answers.
+var secretKeys = map[string]bool{"code": true, "token": true}
+
+var (
+	tokenShape = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
+	codeShape  = regexp.MustCompile(`^[0-9]{4,9}$`)
+	secretRef  = regexp.MustCompile(`\$\{(secret|wrong):([A-Za-z][A-Za-z0-9_-]{0,63}\.(?:code|token))\}`)
+)
+
+// reveal parses an answer line, keeps its secrets under the op's name and
+// returns it with them redacted; a line that is not JSON comes back as a
+// string (it holds no field to redact).
+func (r *runner) reveal(as string, line []byte) any {
+	var v any
+	if json.Unmarshal(line, &v) != nil {
+		return string(line)
+	}
+	return r.redact(as, v)
+}
+
+func (r *runner) redact(as string, v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			if s, ok := val.(string); ok && secretKeys[k] {
+				if _, seen := r.secrets[as+"."+k]; !seen {
+					r.secrets[as+"."+k] = s
+				}
+				x[k] = redacted(s)
+				continue
+			}
+			x[k] = r.redact(as, val)
+		}
+	case []any:
+		for i := range x {
+			x[i] = r.redact(as, x[i])
+		}
+	}
+	return v
+}
+
+// redacted describes a secret without showing it.
+func redacted(s string) string {
+	shape := ""
+	switch {
+	case tokenShape.MatchString(s):
+		shape = " token-shape"
+	case codeShape.MatchString(s):
+		shape = " digits"
+	}
+	return fmt.Sprintf("<redacted len=%d%s>", len(s), shape)
+}
+
+// substitute replaces ${secret:…} and ${wrong:…} in text with the values
+// (JSON-escaped, as they go inside JSON strings).
+func (r *runner) substitute(text []byte) ([]byte, error) {
+	var missing string
+	out := secretRef.ReplaceAllFunc(text, func(m []byte) []byte {
+		sub := secretRef.FindSubmatch(m)
+		val, ok := r.secrets[string(sub[2])]
+		if !ok {
+			missing = string(sub[2])
+			return m
+		}
+		if string(sub[1]) == "wrong" {
+			val = wrongOf(val)
+		}
+		b, _ := json.Marshal(val)
+		return b[1 : len(b)-1]
+	})
+	if missing != "" {
+		return nil, planErrorf("no secret %q: an earlier answer must carry it", missing)
+	}
+	return out, nil
+}
+
+// wrongOf is a value of the same shape as s that is not s.
+func wrongOf(s string) string {
+	if codeShape.MatchString(s) {
+		var b strings.Builder
+		for _, c := range s {
+			b.WriteRune('0' + (c-'0'+1)%10)
+		}
+		return b.String()
+	}
+	if s == "" {
+		return "x"
+	}
+	first := "A"
+	if s[0] == 'A' {
+		first = "B"
+	}
+	return first + s[1:]
+}
