@@ -9,12 +9,13 @@ import (
 // Apps are the sample apps scenarios name by their short name, with
 // their packages (a test keeps the table in step with sampleapps).
 var Apps = map[string]string{
-	"alarm":    "org.agentos.sample.alarm",
-	"calendar": "org.agentos.sample.calendar",
-	"mcptest":  "org.agentos.test.mcp.plugin",
-	"notes":    "org.agentos.sample.notes",
-	"sms":      "org.agentos.sample.sms",
-	"todo":     "org.agentos.sample.todo",
+	"acptestclient": "org.agentos.test.acp.client",
+	"alarm":         "org.agentos.sample.alarm",
+	"calendar":      "org.agentos.sample.calendar",
+	"mcptest":       "org.agentos.test.mcp.plugin",
+	"notes":         "org.agentos.sample.notes",
+	"sms":           "org.agentos.sample.sms",
+	"todo":          "org.agentos.sample.todo",
 }
 
 var packageRE = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_]*(\.[a-zA-Z][a-zA-Z0-9_]*)+$`)

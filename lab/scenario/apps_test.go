@@ -3,6 +3,7 @@ package scenario
 import (
 	"testing"
 
+	"github.com/agentoslab/agentlab/sampleapps/acptestclient"
 	"github.com/agentoslab/agentlab/sampleapps/alarm"
 	"github.com/agentoslab/agentlab/sampleapps/calendar"
 	"github.com/agentoslab/agentlab/sampleapps/mcptest"
@@ -16,7 +17,8 @@ import (
 func TestAppsMatchSampleApps(t *testing.T) {
 	t.Parallel()
 	want := map[string]string{
-		alarm.Plugin: alarm.Package, calendar.Plugin: calendar.Package, mcptest.Plugin: mcptest.Package,
+		acptestclient.Binary: acptestclient.Package,
+		alarm.Plugin:         alarm.Package, calendar.Plugin: calendar.Package, mcptest.Plugin: mcptest.Package,
 		notes.Plugin: notes.Package, sms.Plugin: sms.Package, todo.Plugin: todo.Package,
 	}
 	if len(want) != len(Apps) {
