@@ -104,6 +104,10 @@ const (
 	modeDataRoot = 0o711 // traversable, not listable
 	modeAppData  = 0o700
 	modeStaging  = 0o700
+	// modeSystem: the apps' simulated system services (alarm clock,
+	// calendar provider) are files every app uid creates and replaces, so
+	// the directory is world-writable without the sticky bit.
+	modeSystem = 0o777
 )
 
 // OpenInstaller prepares dir (created if missing, root-owned, not
@@ -150,7 +154,7 @@ func OpenInstaller(dir string, opts *InstallerOptions) (*Installer, error) {
 	for _, d := range []struct {
 		path string
 		mode os.FileMode
-	}{{dir, modeAppsDir}, {in.codeDir, modeCodeDir}, {in.dataDir, modeDataRoot}, {in.stage, modeStaging}} {
+	}{{dir, modeAppsDir}, {in.codeDir, modeCodeDir}, {in.dataDir, modeDataRoot}, {in.stage, modeStaging}, {in.SystemDir(), modeSystem}} {
 		if err := ownedDir(d.path, d.mode); err != nil {
 			return nil, fmt.Errorf("open installer: %w", err)
 		}
@@ -192,6 +196,10 @@ func ownedDir(path string, mode os.FileMode) error {
 	}
 	return os.Chmod(path, mode)
 }
+
+// SystemDir is the directory every app of this device shares for its
+// simulated system services; apps get it as AGENTOS_SYSTEM_DATA.
+func (in *Installer) SystemDir() string { return filepath.Join(in.dir, "system") }
 
 // withLock runs f on the current table under both locks; a non-nil table
 // returned by f is written.

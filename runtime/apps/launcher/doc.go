@@ -21,6 +21,8 @@
 //	                  with the runtime's prefix ("@agentos-app.<package>.<server>")
 //	AGENTOS_RUNTIME_UID  the runtime's uid: the only peer besides itself the
 //	                  app's server admits (runtime/sdk/plugin does so)
+//	AGENTOS_SYSTEM_DATA  a directory shared by every app uid for the
+//	                     simulated system services (alarm clock, calendar)
 //	AGENTOS_CALLER_SOCKET  the runtime's caller socket: transport.Names.Caller()
 //	                  with the runtime's prefix ("@agentos-caller"), which a
 //	                  caller app's SDK dials (runtime/sdk/acpclient)

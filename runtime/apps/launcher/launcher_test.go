@@ -296,10 +296,13 @@ func TestRun(t *testing.T) {
 	}
 	r := run(0, "env")
 	want := strings.Join([]string{
-		"AGENTOS_APP_DATA=" + e.pkg.DataDir, "AGENTOS_CALLER_SOCKET=" + e.names.Caller(), "AGENTOS_PACKAGE=" + testPkg, "AGENTOS_RUNTIME_UID=0", "ANDROID_DATA=/data",
+		"AGENTOS_APP_DATA=" + e.pkg.DataDir, "AGENTOS_CALLER_SOCKET=" + e.names.Caller(), "AGENTOS_PACKAGE=" + testPkg, "AGENTOS_RUNTIME_UID=0", "AGENTOS_SYSTEM_DATA=" + e.in.SystemDir(), "ANDROID_DATA=/data",
 		"HOME=" + e.pkg.DataDir, "PATH=" + defaultPath, "TZ=Asia/Shanghai"}, "\n") + "\n"
 	if string(r.Stdout) != want {
 		t.Fatalf("environment:\n%s\nwant:\n%s", r.Stdout, want)
+	}
+	if fi, err := os.Stat(e.in.SystemDir()); err != nil || fi.Mode().Perm() != 0o777 || fi.Mode()&os.ModeSticky != 0 {
+		t.Fatalf("system dir %v %v: every app uid must create and replace files there", fi, err)
 	}
 	if r := run(0, "exit", "7"); r.ExitCode != 7 || string(r.Stdout) != "exiting with 7\n" {
 		t.Fatalf("exit 7: %+v", r)

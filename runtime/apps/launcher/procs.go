@@ -75,6 +75,9 @@ func (s *Server) env(p apps.Package, socket string) []string {
 		// A caller app's SDK dials this runtime's caller socket, prefix
 		// included, from services and one-shot commands alike.
 		"AGENTOS_CALLER_SOCKET=" + s.o.Names.Caller(),
+		// Shared by every app uid: the simulated alarm clock and calendar
+		// provider that stand in for Android's system services.
+		"AGENTOS_SYSTEM_DATA=" + s.o.Installer.SystemDir(),
 		"HOME=" + p.DataDir,
 		"PATH=" + defaultPath,
 	}
