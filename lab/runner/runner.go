@@ -144,6 +144,9 @@ type Options struct {
 	// queue (provisioning events, runtime versions); the runner adds
 	// leases, attempts, health and recoveries.
 	Devices []reports.Device
+	// NamePrefix is put before every scenario's name in the results (a
+	// pool's name, when several pools run the suite).
+	NamePrefix string
 	// Progress is told about each attempt as it ends; nil tells no one.
 	Progress func(scenario string, a reports.Attempt)
 	Logger   *slog.Logger
@@ -247,7 +250,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	items := make([]*item, 0, len(o.Scenarios))
 	for i, sc := range o.Scenarios {
 		it := &item{sc: sc, pos: i, avoid: map[string]bool{}, res: reports.Scenario{
-			Name: sc.Name, File: sc.File, Tags: nonNil(sc.Tags), Devices: []string{}, Attempts: []reports.Attempt{},
+			Name: o.NamePrefix + sc.Name, File: sc.File, Tags: nonNil(sc.Tags), Devices: []string{}, Attempts: []reports.Attempt{},
 			Checks: []reports.Check{}, Artifacts: []reports.Artifact{}}}
 		items = append(items, it)
 	}
@@ -277,14 +280,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Scenarios = append(res.Scenarios, it.res)
 	}
 	for _, sc := range o.Filtered {
-		res.Scenarios = append(res.Scenarios, reports.Scenario{Name: sc.Name, File: sc.File, Tags: nonNil(sc.Tags),
+		res.Scenarios = append(res.Scenarios, reports.Scenario{Name: o.NamePrefix + sc.Name, File: sc.File, Tags: nonNil(sc.Tags),
 			Devices: []string{}, Verdict: reports.VerdictSkipped, Reason: "excluded by the tag filters",
 			Attempts: []reports.Attempt{}, Checks: []reports.Check{}, Artifacts: []reports.Artifact{}})
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, s := range r.order {
-		res.Devices = append(res.Devices, *r.devices[s])
+		d := *r.devices[s]
+		d.Timeline = slices.Clone(d.Timeline)
+		slices.SortStableFunc(d.Timeline, func(a, b reports.Event) int { return a.Start.Compare(b.Start) })
+		res.Devices = append(res.Devices, d)
 	}
 	res.Overheads = slices.Clone(r.overheads)
 	return res, nil

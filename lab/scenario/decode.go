@@ -469,9 +469,53 @@ func (s *Step) decodeNode(d *decoder, n *yaml.Node, path string) {
 		d.addf(n, path, "a step needs one kind: %s", strings.Join(StepKinds, ", "))
 	case 1:
 		s.kind = kinds[0]
+		if !s.hasValue() {
+			before := len(d.problems)
+			for _, p := range d.problems[:before] {
+				if p.Path == join(path, s.kind) {
+					return // its decoding problem is reported
+				}
+			}
+			d.addf(n, join(path, s.kind), "%s needs a value", s.kind)
+		}
 	default:
 		d.addf(n, path, "a step has one kind, this one has %s", strings.Join(kinds, " and "))
 	}
+}
+
+// hasValue reports whether the field of the step's kind was decoded.
+func (s *Step) hasValue() bool {
+	switch s.kind {
+	case KindReset:
+		return s.Reset != nil
+	case KindSeed:
+		return s.Seed != nil
+	case KindApp:
+		return s.App != nil
+	case KindCallers:
+		return s.Callers != nil
+	case KindAsk:
+		return s.Ask != nil
+	case KindPrompt:
+		return s.Prompt != nil
+	case KindConsent:
+		return s.Consent != nil
+	case KindTap:
+		return s.Tap != nil
+	case KindApproval:
+		return s.Approval != nil
+	case KindPlugins:
+		return s.Plugins != nil
+	case KindTools:
+		return s.Tools != nil
+	case KindWait:
+		return s.Wait != nil
+	case KindRun:
+		return s.Run != nil
+	case KindCheck:
+		return s.Check != nil
+	}
+	return true
 }
 
 // suggest returns the closest of keys to k when it is close enough.

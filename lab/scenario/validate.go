@@ -280,7 +280,7 @@ func (v *validator) regexp(path, re string) {
 }
 
 func (v *validator) step(st *Step, path string, n int) {
-	if st.kind == "" {
+	if st.kind == "" || !st.hasValue() {
 		return // reported by the decoder
 	}
 	kp := join(path, st.kind)
@@ -306,7 +306,7 @@ func (v *validator) step(st *Step, path string, n int) {
 	if st.Background && !canBG {
 		v.errf(join(path, "background"), "only ask, prompt, app and run steps run in the background")
 	}
-	if st.AllowError && !slices.Contains([]string{KindApp, KindCallers, KindAsk, KindPrompt, KindApproval, KindPlugins, KindTools, KindRun, KindKill, KindRestart}, st.kind) {
+	if st.AllowError && !slices.Contains([]string{KindApp, KindCallers, KindAsk, KindPrompt, KindTap, KindApproval, KindPlugins, KindTools, KindRun, KindKill, KindRestart}, st.kind) {
 		v.errf(join(path, "allow_error"), "a %s step has no error to allow", st.kind)
 	}
 	switch st.kind {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -78,7 +79,7 @@ func (a *attempt) acpOf(ctx context.Context, t *Target) (*acpConn, error) {
 	if c != nil {
 		return c, nil
 	}
-	c, err := pairDesktop(ctx, t, a.env.Secret)
+	c, err := pairDesktop(ctx, t, a.env.Secret, a.log)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +91,7 @@ func (a *attempt) acpOf(ctx context.Context, t *Target) (*acpConn, error) {
 
 // pairDesktop turns desktop access on, takes a fresh pairing code, dials
 // the runtime's desktop socket through adb, pairs and initializes ACP.
-func pairDesktop(ctx context.Context, t *Target, secret func(reports.Secret)) (*acpConn, error) {
+func pairDesktop(ctx context.Context, t *Target, secret func(reports.Secret), log *slog.Logger) (*acpConn, error) {
 	if err := enableDesktop(ctx, t); err != nil {
 		return nil, fmt.Errorf("desktop access: %w", err)
 	}
@@ -120,6 +121,7 @@ func pairDesktop(ctx context.Context, t *Target, secret func(reports.Secret)) (*
 	}
 	c := &acpConn{raw: raw, collect: map[string]*promptResult{}}
 	c.conn = acp.NewConnection(c.handle, raw, br)
+	c.conn.SetLogger(log)
 	init := map[string]any{
 		"protocolVersion":    1,
 		"clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false},

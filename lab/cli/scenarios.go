@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/agentoslab/agentlab/lab/config"
+	"github.com/agentoslab/agentlab/lab/runner"
+	"github.com/agentoslab/agentlab/lab/scenario"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newScenariosCmd) }
+
+func newScenariosCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "scenarios",
+		Short: "List and validate the scenario suite",
+		Long: `Work with the scenario suite lab.yaml names (default ./scenarios): list the
+scenarios with their tags, devices and upstream case, or validate files against the
+scenario language (lab/scenario/DSL.md), reporting every problem as file:line:column.`,
+		Example: `  agentlab scenarios list --tags nightly
+  agentlab scenarios validate scenarios/notes/revoke.yaml`,
+	}
+	cmd.AddCommand(newScenariosListCmd(a), newScenariosValidateCmd(a))
+	return cmd
+}
+
+// scenarioRow is one line of scenarios list --json.
+type scenarioRow struct {
+	Name        string   `json:"name"`
+	File        string   `json:"file"`
+	Description string   `json:"description,omitempty"`
+	Tags        []string `json:"tags"`
+	Upstream    string   `json:"upstream,omitempty"`
+	Devices     []string `json:"devices"`
+	Model       string   `json:"model"`
+	Apps        []string `json:"apps"`
+	Checks      int      `json:"checks"`
+}
+
+func newScenariosListCmd(a *app) *cobra.Command {
+	var tags, exclude []string
+	var expr string
+	cmd := &cobra.Command{
+		Use:   "list [PATHS]",
+		Args:  cobra.ArbitraryArgs,
+		Short: "List the scenarios (table, or --json)",
+		Long: `List the scenarios under PATHS (files or directories; default lab.yaml's
+scenarios) that the tag filters select: name, tags, device roles, the model they
+need (stub, live or any), the upstream case they port and how many named checks they
+report. An invalid suite is reported as by "scenarios validate" (exit 2).`,
+		Example: `  agentlab scenarios list
+  agentlab scenarios list --tags nightly --exclude-tags fault
+  agentlab scenarios list --expr 'notes && !nightly' --json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			paths := args
+			if len(paths) == 0 {
+				cfg, err := a.config()
+				if err != nil {
+					return err
+				}
+				paths = cfg.Scenarios
+			}
+			suite, err := loadSuite(cmd, paths)
+			if err != nil {
+				return err
+			}
+			sel := runner.Selection{Tags: config.Tags{Include: tags, Exclude: exclude, Expr: expr}}
+			if expr != "" {
+				if _, err := config.ParseTagExpr(expr); err != nil {
+					return usagef(cmd, "--expr: %v", err)
+				}
+			}
+			run, _, err := runner.Select(suite, sel)
+			if err != nil {
+				return usagef(cmd, "%v", err)
+			}
+			rows := make([]scenarioRow, 0, len(run))
+			for _, s := range run {
+				r := scenarioRow{Name: s.Name, File: s.File, Description: strings.TrimSpace(s.Description), Tags: nonEmpty(s.Tags),
+					Upstream: s.Upstream, Devices: s.Roles(), Model: s.NeedsModel(), Apps: nonEmpty(s.Needs.Apps)}
+				r.Checks = countChecks(s)
+				rows = append(rows, r)
+			}
+			if a.asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tTAGS\tDEVICES\tMODEL\tCHECKS\tUPSTREAM")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.Name, dash(strings.Join(r.Tags, ",")), strings.Join(r.Devices, ","), r.Model, r.Checks, dash(r.Upstream))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "%d of %d scenarios\n", len(rows), len(suite))
+			return nil
+		},
+	}
+	cmd.Flags().StringSliceVar(&tags, "tags", nil, "only scenarios with one of these tags")
+	cmd.Flags().StringSliceVar(&exclude, "exclude-tags", nil, "leave out scenarios with any of these tags")
+	cmd.Flags().StringVar(&expr, "expr", "", "a tag expression (nightly && !fault)")
+	return cmd
+}
+
+func countChecks(s *scenario.Scenario) int {
+	n := len(s.Checks) + len(s.Invariants)
+	for _, st := range s.AllSteps() {
+		if st.Check != nil || (st.Wait != nil && st.Wait.Check != nil) {
+			n++
+		}
+	}
+	return n
+}
+
+func newScenariosValidateCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate [FILES|DIRS]",
+		Args:  cobra.ArbitraryArgs,
+		Short: "Validate scenario files; every problem as file:line:column (exit 2 when invalid)",
+		Long: `Validate scenario files (default: lab.yaml's scenarios) with the lab's own
+validator: unknown or repeated keys, wrong types, steps with no or two kinds,
+references to steps that do not exist, bad JSON paths and regular expressions, model
+scripts that do not parse, scenario names used twice. Every problem is printed as
+file:line:column: field: message. Exit 0 when everything is valid, 2 otherwise.`,
+		Example: `  agentlab scenarios validate
+  agentlab scenarios validate scenarios/notes scenarios/sms/create.yaml`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			paths := args
+			if len(paths) == 0 {
+				cfg, err := a.config()
+				if err != nil {
+					return err
+				}
+				paths = cfg.Scenarios
+			}
+			suite, err := scenario.LoadAll(paths)
+			var se *scenario.Error
+			switch {
+			case errors.As(err, &se):
+				for _, p := range se.Problems {
+					fmt.Fprintln(a.stdout, p.String())
+				}
+				return exitWith(ExitUsage, fmt.Errorf("%d problem(s); %d scenario(s) valid", len(se.Problems), len(suite)))
+			case err != nil:
+				return usagef(cmd, "%v", err)
+			}
+			fmt.Fprintf(a.stdout, "%d scenario(s) valid\n", len(suite))
+			return nil
+		},
+	}
+}

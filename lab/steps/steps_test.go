@@ -1,0 +1,439 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/agentoslab/agentlab/devices"
+	"github.com/agentoslab/agentlab/reports"
+	"github.com/agentoslab/agentlab/runtime/errcode"
+)
+
+const notesPkg = "org.agentos.sample.notes"
+
+func env(t *testing.T, rt *fakeRuntime, dev *fakeDevice) (*Env, *fakeStub) {
+	t.Helper()
+	if dev == nil {
+		dev = &fakeDevice{serial: "127.0.0.1:5000"}
+	}
+	stub := &fakeStub{}
+	return &Env{
+		Targets: []*Target{{Role: "device1", Device: dev, Ctl: rt, Kind: "virtual", StubToken: "tok"}},
+		Stub:    stub, RunDir: t.TempDir(), RelDir: "artifacts/x/attempt-1", Attempt: 1,
+	}, stub
+}
+
+// checks renders the result's checks as "name=ok" lines.
+func checks(r *Result) string {
+	var out []string
+	for _, c := range r.Checks {
+		out = append(out, fmt.Sprintf("%s=%v", c.Name, c.OK))
+	}
+	return strings.Join(out, " ")
+}
+
+func find(r *Result, name string) reports.Check {
+	for _, c := range r.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	return reports.Check{}
+}
+
+func TestChecksAndInvariants(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := newRuntime()
+		rt.apps[notesPkg] = []string{"7"}
+		e, stub := env(t, rt, nil)
+		s := parse(t, `
+name: t
+model: {script: {steps: [{text: hi}]}}
+setup:
+  - reset: notes
+  - seed: notes
+steps:
+  - app: {name: notes, args: [delete]}
+    save: deleted
+checks:
+  - {name: oneLeft, dump: notes, path: .total, eq: 1, upstream: a.py/b/oneLeft}
+  - {name: deletedFirst, saved: deleted, path: .deleted, eq: "1"}
+invariants:
+  - nothing_deleted: [notes]
+    upstream: a.py/b/nothingDeleted
+`)
+		r := Run(context.Background(), s, e)
+		if r.Err != nil || r.LabFault != nil {
+			t.Fatalf("err %v lab %v", r.Err, r.LabFault)
+		}
+		if got := checks(r); got != "oneLeft=true deletedFirst=true nothingDeleted=false" {
+			t.Errorf("checks %s", got)
+		}
+		inv := find(r, "nothingDeleted")
+		if inv.Evidence != "notes:1" || inv.Upstream != "a.py/b/nothingDeleted" || !strings.Contains(inv.Detail, "1 item(s) deleted") {
+			t.Errorf("invariant %+v", inv)
+		}
+		if find(r, "oneLeft").Upstream != "a.py/b/oneLeft" {
+			t.Error("upstream lost")
+		}
+		if stub.bound["tok"] == nil {
+			t.Error("the model script was not bound to the device's token")
+		}
+		if !r.Failed() {
+			t.Error("Failed() = false with a failed invariant")
+		}
+	})
+}
+
+// TestStepFailure: a failed step is a failed check; the named checks are
+// not reached; invariants are still evaluated.
+func TestStepFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := newRuntime()
+		rt.apps[notesPkg] = []string{"1"}
+		e, _ := env(t, rt, nil)
+		s := parse(t, `
+name: t
+steps:
+  - app: {name: notes, args: [crash]}
+  - app: {name: notes, args: [delete]}
+checks:
+  - {name: never, of: status, exists: true}
+invariants:
+  - nothing_deleted: notes
+`)
+		r := Run(context.Background(), s, e)
+		if r.Err == nil || r.LabFault != nil {
+			t.Fatalf("err %v lab %v", r.Err, r.LabFault)
+		}
+		if got := checks(r); got != "step 1 app=false never=false nothingDeleted=true" {
+			t.Errorf("checks %s", got)
+		}
+		if d := find(r, "never").Detail; d != "not reached: step 1 app failed" {
+			t.Errorf("detail %q", d)
+		}
+		if d := find(r, "step 1 app").Detail; !strings.Contains(d, "notes crash exited 2: boom") {
+			t.Errorf("step detail %q", d)
+		}
+		if slices.Contains(rt.verbs(), "app run "+notesPkg+" -- delete") {
+			t.Error("a step after the failure ran")
+		}
+	})
+}
+
+func TestAllowError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := newRuntime()
+		rt.fail["callers remove"] = errcode.New(errcode.InvalidParams, "agentos.acp.not_found: a.b").WithDetails(map[string]any{"reason": "not_found"})
+		e, _ := env(t, rt, nil)
+		s := parse(t, `
+name: t
+steps:
+  - callers: {remove: a.b}
+    allow_error: true
+    save: removed
+checks:
+  - {name: notFound, saved: removed, path: .error.details.reason, eq: not_found}
+  - {name: code, saved: removed, path: .error.code, eq: invalid_params}
+`)
+		r := Run(context.Background(), s, e)
+		if got := checks(r); got != "notFound=true code=true" || r.Err != nil {
+			t.Errorf("checks %s err %v", got, r.Err)
+		}
+	})
+}
+
+// TestLabFault: a device that goes away ends the attempt as a lab fault,
+// not a product failure.
+func TestLabFault(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := newRuntime()
+		dev := &fakeDevice{serial: "s"}
+		e, _ := env(t, rt, dev)
+		s := parse(t, "name: t\nsteps:\n  - run: {shell: 'true'}\n  - run: {shell: 'true'}\n")
+		dev.gone = true
+		r := Run(context.Background(), s, e)
+		if r.LabFault == nil || r.Err != nil || !IsLabFault(r.LabFault) {
+			t.Errorf("lab %v err %v", r.LabFault, r.Err)
+		}
+		// A cancelled attempt whose cause is a lost lease is a lab fault too.
+		dev.gone = false
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(fmt.Errorf("s: %w", errLeaseLostForTest))
+		r = Run(ctx, s, e)
+		if r.LabFault == nil {
+			t.Errorf("lost lease: lab %v err %v", r.LabFault, r.Err)
+		}
+	})
+}
+
+var errLeaseLostForTest = fmt.Errorf("lease: %w", ErrLabFault)
+
+// TestTimeoutIsProduct: the scenario's timeout is a product failure.
+func TestTimeoutIsProduct(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := newRuntime()
+		rt.delay["status"] = time.Hour
+		e, _ := env(t, rt, nil)
+		s := parse(t, "name: t\nsteps:\n  - run: {ctl: [status]}\n    timeout: 2h\nchecks:\n  - {name: c, of: callers, exists: true}\n")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		r := Run(ctx, s, e)
+		if r.LabFault != nil || r.Err == nil || !strings.Contains(r.Err.Error(), "timed out") {
+			t.Errorf("lab %v err %v", r.LabFault, r.Err)
+		}
+	})
+}
+
+func TestConsentDriver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := newRuntime()
+		e, _ := env(t, rt, nil)
+		s := parse(t, `
+name: t
+setup:
+  - consent:
+      rules:
+        - {index: 1, choice: DENY}
+        - {tool: "event_create|Create an alarm", choice: ALLOW_ONCE}
+        - {risk: high, choice: DENY}
+      default: none
+      interval: 100ms
+steps:
+  - sleep: 5s
+checks:
+  - {name: four, of: cards, len: 4}
+  - {name: firstDenied, of: cards, path: '[0].answeredWith', eq: DENY}
+  - {name: initiator, of: cards, all: {path: .initiatorLine, contains: org.agentos.sample.notes}}
+  - {name: noneLeftAlone, of: cards, path: '[?answeredWith==""]', count: 0}
+invariants:
+  - cards_only: [event_create, alarm_create, Create an alarm]
+`)
+		go func() {
+			time.Sleep(time.Second)
+			rt.addCard("req_1", "mcp__calendar__calendar__event_create", "Create event", "write", notesPkg)
+			time.Sleep(time.Second)
+			rt.addCard("req_2", "mcp__calendar__calendar__event_create", "Create event", "write", notesPkg)
+			rt.addCard("req_3", "mcp__alarm__alarm__alarm_create", "Create an alarm", "write", notesPkg)
+			time.Sleep(time.Second)
+			rt.addCard("req_4", "mcp__notes__notes__note_delete", "Delete note", "high", notesPkg)
+		}()
+		r := Run(context.Background(), s, e)
+		if got := checks(r); got != "four=true firstDenied=true initiator=true noneLeftAlone=true cardsOnly=false" {
+			t.Errorf("checks %s", got)
+		}
+		want := map[string]string{"req_1": "DENY", "req_2": "ALLOW_ONCE", "req_3": "ALLOW_ONCE", "req_4": "DENY"}
+		for id, c := range want {
+			if rt.answers[id] != c {
+				t.Errorf("%s answered %q, want %q", id, rt.answers[id], c)
+			}
+		}
+		if rt.mode != "off" {
+			t.Errorf("consent mode %q, want off while the driver answers", rt.mode)
+		}
+		if d := find(r, "cardsOnly").Detail; !strings.Contains(d, "Delete note") {
+			t.Errorf("cardsOnly detail %q", d)
+		}
+	})
+}
+
+func TestTap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := newRuntime()
+		e, _ := env(t, rt, nil)
+		s := parse(t, `
+name: t
+steps:
+  - consent: {mode: off}
+  - tap: {card: 2, choice: ALLOW_ONCE}
+    save: tapped
+  - tap: {card: 2, choice: DENY}
+    allow_error: true
+`)
+		go func() {
+			time.Sleep(2 * time.Second)
+			rt.addCard("req_a", "x", "X", "write", notesPkg)
+			time.Sleep(time.Second)
+			rt.addCard("req_b", "y", "Y", "write", notesPkg)
+		}()
+		r := Run(context.Background(), s, e)
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		if rt.answers["req_b"] != "ALLOW_ONCE" || rt.answers["req_a"] != "" {
+			t.Errorf("answers %v", rt.answers)
+		}
+	})
+}
+
+func TestBackgroundTimingWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := newRuntime()
+		rt.apps[notesPkg] = []string{"1"}
+		rt.delay["app run"] = 3 * time.Second
+		e, _ := env(t, rt, nil)
+		s := parse(t, `
+name: t
+steps:
+  - name: slow
+    ask: {app: notes, args: {note_id: 1}}
+    background: true
+  - name: mark
+    sleep: 1s
+  - wait:
+      until: {of: callers, path: .channels.thirdParty, eq: 1}
+      timeout: 2s
+      check: {name: neverOpened, upstream: a.py/b/neverOpened}
+  - await: ask
+checks:
+  - {name: askDone, saved: ask, path: .state, eq: done}
+  - {name: slowTook3s, timing: {step: slow, min: 3s, max: 4s}}
+  - {name: markWithin, timing: {from: slow, to: mark, max: 1500ms}}
+`)
+		r := Run(context.Background(), s, e)
+		if got := checks(r); got != "neverOpened=false askDone=true slowTook3s=true markWithin=true" {
+			t.Errorf("checks %s (err %v)", got, r.Err)
+		}
+		if d := find(r, "neverOpened").Detail; !strings.Contains(d, "did not hold within 2s") {
+			t.Errorf("wait detail %q", d)
+		}
+		var askArgs string
+		for _, c := range rt.verbs() {
+			if strings.Contains(c, "ask_agent") {
+				askArgs = c
+			}
+		}
+		if !strings.Contains(askArgs, `{"note_id":1}`) || !strings.Contains(askArgs, "--timeout") {
+			t.Errorf("ask call %q", askArgs)
+		}
+	})
+}
+
+func TestReferences(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := newRuntime()
+		rt.apps[notesPkg] = nil
+		e, _ := env(t, rt, nil)
+		s := parse(t, `
+name: t
+vars: {who: lab}
+setup:
+  - seed: notes
+    save: seeded
+steps:
+  - app: {name: notes, args: [dump]}
+    save: d
+  - ask: {app: notes, args: {note_id: '${d.notes[1].id}', text: 'from ${vars.who} on ${device.serial}'}}
+`)
+		r := Run(context.Background(), s, e)
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		var ask string
+		for _, c := range rt.verbs() {
+			if strings.Contains(c, "ask_agent") {
+				ask = c
+			}
+		}
+		if !strings.Contains(ask, `"note_id":"2"`) || !strings.Contains(ask, `"text":"from lab on 127.0.0.1:5000"`) {
+			t.Errorf("ask %q", ask)
+		}
+	})
+}
+
+func TestCollect(t *testing.T) {
+	rt := newRuntime()
+	rt.apps[notesPkg] = []string{"1"}
+	dev := &fakeDevice{serial: "s", shell: func(cmd string, su bool) (devices.Result, error) {
+		switch {
+		case strings.HasPrefix(cmd, "stat"):
+			return devices.Result{Stdout: []byte("5\n10\n")}, nil
+		case strings.Contains(cmd, "runtime.log"):
+			return devices.Result{Stdout: []byte("runtime lines\n")}, nil
+		case cmd == "getprop":
+			return devices.Result{Stdout: []byte("[ro.product.model]: [x]\n")}, nil
+		}
+		return devices.Result{}, nil
+	}}
+	e, _ := env(t, rt, dev)
+	s := parse(t, "name: t\nneeds: {apps: [notes]}\nsteps:\n  - run: {shell: 'true'}\n")
+	r := Run(context.Background(), s, e)
+	arts, err := r.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, a := range arts {
+		names = append(names, filepath.Base(a.Path)+":"+string(a.Kind))
+		if _, err := os.Stat(filepath.Join(e.RunDir, a.Path)); err != nil || !strings.HasPrefix(a.Path, "artifacts/x/attempt-1/") || len(a.SHA256) != 64 {
+			t.Errorf("artifact %+v: %v", a, err)
+		}
+	}
+	slices.Sort(names)
+	want := "consent-recent.json:consent-audit dump-notes.json:dump model-requests.json:other props.txt:props runtime.log:log steps.json:other"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("artifacts\n got %s\nwant %s", got, want)
+	}
+	var steps []StepRecord
+	b, _ := os.ReadFile(filepath.Join(e.RunDir, "artifacts/x/attempt-1/steps.json"))
+	if json.Unmarshal(b, &steps) != nil || len(steps) != 1 || steps[0].Kind != "run" {
+		t.Errorf("steps.json %s", b)
+	}
+	found := false
+	for _, c := range rt.verbs() {
+		found = found || c == "app run "+notesPkg+" -- dump"
+	}
+	if !found {
+		t.Error("the needed app was not dumped")
+	}
+}
+
+func TestCountTouches(t *testing.T) {
+	start := time.Unix(1700000000, 0)
+	log := []byte(`--------- beginning of events
+1699999999.500  1000  1000 I input_interaction: Interaction with: org.agentos.app/.MainActivity
+1700000001.250  1000  1000 I input_interaction: Interaction with: org.agentos.sample.notes/.Main
+1700000002.000  1000  1000 I input_interaction: Interaction with: com.android.launcher3
+1700000003.000  1000  1000 I input_interaction: Interaction with: org.agentos.app/.MainActivity
+garbage line agentos input_interaction
+`)
+	if n := CountTouches(log, start); n != 2 {
+		t.Errorf("CountTouches = %d, want 2", n)
+	}
+	if n := CountTouches(nil, start); n != 0 {
+		t.Errorf("empty log: %d", n)
+	}
+}
+
+// TestTouchesOnRealDevicesOnly: virtual devices are never asked for
+// touches; a phone's touches are counted.
+func TestTouchesOnRealDevicesOnly(t *testing.T) {
+	asked := 0
+	now := time.Now()
+	dev := &fakeDevice{serial: "phone", shell: func(cmd string, su bool) (devices.Result, error) {
+		if strings.HasPrefix(cmd, "logcat") {
+			asked++
+			line := fmt.Sprintf("%d.000  1 1 I input_interaction: Interaction with: org.agentos.app\n", now.Add(time.Hour).Unix())
+			return devices.Result{Stdout: []byte(line)}, nil
+		}
+		return devices.Result{}, nil
+	}}
+	rt := newRuntime()
+	e, _ := env(t, rt, dev)
+	s := parse(t, "name: t\nsteps:\n  - run: {shell: 'true'}\n")
+	if r := Run(context.Background(), s, e); r.Touches != 0 || asked != 0 {
+		t.Errorf("virtual: touches %d asked %d", r.Touches, asked)
+	}
+	e.Targets[0].Kind = "phone"
+	if r := Run(context.Background(), s, e); r.Touches != 1 || asked != 1 {
+		t.Errorf("phone: touches %d asked %d", r.Touches, asked)
+	}
+}
