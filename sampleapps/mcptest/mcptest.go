@@ -21,6 +21,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -60,6 +61,9 @@ type Options struct {
 	Exit func(code int)
 	// SlowDefault is slow's default duration; 0 means 60 s.
 	SlowDefault time.Duration
+	// Logger receives the SDK's connection problems (refused peers); nil
+	// discards.
+	Logger *slog.Logger
 }
 
 // App is the test plugin's state behind its MCP server.
@@ -89,7 +93,7 @@ func New(opts *Options) *App {
 	if o.SlowDefault <= 0 {
 		o.SlowDefault = 60 * time.Second
 	}
-	a := &App{srv: plugin.NewServer(plugin.Info{Name: Server}, nil), exit: o.Exit, slow: o.SlowDefault}
+	a := &App{srv: plugin.NewServer(plugin.Info{Name: Server}, &plugin.Options{Logger: o.Logger}), exit: o.Exit, slow: o.SlowDefault}
 	for _, t := range a.tools() {
 		a.srv.MustAddTool(t)
 	}

@@ -365,13 +365,16 @@ type ExtCallParams struct {
 
 // ExtCallResult is what `ext call` reports.
 type ExtCallResult struct {
-	Accepted  bool           `json:"accepted"`
-	Outcome   string         `json:"outcome"`
-	Code      string         `json:"code,omitempty"`
-	Text      string         `json:"text"`
-	IsError   bool           `json:"isError"`
-	ElapsedMs int64          `json:"elapsedMs"`
-	Details   map[string]any `json:"details,omitempty"`
+	Accepted   bool            `json:"accepted"`
+	Outcome    string          `json:"outcome"`
+	Code       string          `json:"code,omitempty"`
+	Text       string          `json:"text"`
+	IsError    bool            `json:"isError"`
+	Structured json.RawMessage `json:"structured,omitempty"`
+	// ProviderPID is the provider process that answered.
+	ProviderPID int            `json:"providerPid,omitempty"`
+	ElapsedMs   int64          `json:"elapsedMs"`
+	Details     map[string]any `json:"details,omitempty"`
 }
 
 // CallDirect calls a plugin tool by final name without consent (the
@@ -416,9 +419,13 @@ func (b *Broker) CallDirect(ctx context.Context, p ExtCallParams) ExtCallResult 
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	r := b.callPluginTimeout(ctx, wire.CallParams{Name: e.Name, Source: e.Source, Arguments: args}, timeout)
-	return ExtCallResult{Accepted: true, Outcome: r.Outcome, Code: r.Code, Text: r.Text, IsError: r.IsError,
+	r, raw := b.callExt(ctx, wire.CallParams{Name: e.Name, Source: e.Source, Arguments: args}, timeout)
+	out := ExtCallResult{Accepted: true, Outcome: r.Outcome, Code: r.Code, Text: r.Text, IsError: r.IsError,
 		ElapsedMs: time.Since(start).Milliseconds(), Details: r.Details}
+	if raw != nil {
+		out.Structured, out.ProviderPID = raw.Structured, raw.ProviderPID
+	}
+	return out
 }
 
 func extCall(ctx context.Context, c *admin.Call) (any, error) {

@@ -261,24 +261,32 @@ func (b *Broker) callPlugin(ctx context.Context, p wire.CallParams) engine.ToolR
 }
 
 func (b *Broker) callPluginTimeout(ctx context.Context, p wire.CallParams, timeout time.Duration) engine.ToolResult {
+	r, _ := b.callExt(ctx, p, timeout)
+	return r
+}
+
+// callExt runs a call in the extension host and returns the engine's
+// result and, when the host answered, its own (with structured content
+// and the provider's pid).
+func (b *Broker) callExt(ctx context.Context, p wire.CallParams, timeout time.Duration) (engine.ToolResult, *wire.CallResult) {
 	peer := b.link()
 	if peer == nil {
-		return toolError(errcode.ToolUnavailable, "The extension host is restarting; try again in a moment.", engine.OutcomeNotDispatched)
+		return toolError(errcode.ToolUnavailable, "The extension host is restarting; try again in a moment.", engine.OutcomeNotDispatched), nil
 	}
 	p.TimeoutMs = timeout.Milliseconds()
 	var res wire.CallResult
 	err := peer.CallGrace(ctx, resultGrace, wire.MethodCall, p, &res)
 	switch {
 	case err == nil:
-		return engine.ToolResult{Text: res.Text, IsError: res.IsError, Code: res.Code, Outcome: res.Outcome, Details: withPID(res)}
+		return engine.ToolResult{Text: res.Text, IsError: res.IsError, Code: res.Code, Outcome: res.Outcome, Details: withPID(res)}, &res
 	case errors.Is(err, wire.ErrClosed):
-		return toolError(errcode.ToolResultUnknown, "Tool call failed: the extension host stopped before the provider answered.", engine.OutcomeUnknown)
+		return toolError(errcode.ToolResultUnknown, "Tool call failed: the extension host stopped before the provider answered.", engine.OutcomeUnknown), nil
 	case ctx.Err() != nil:
 		r := toolError(errcode.ToolResultUnknown, "Tool call was cancelled after dispatch.", engine.OutcomeUnknown)
 		r.Details = map[string]any{"cancelled": true}
-		return r
+		return r, nil
 	}
-	return toolError(errcode.ToolResultUnknown, "Tool call failed: the extension host did not answer.", engine.OutcomeUnknown)
+	return toolError(errcode.ToolResultUnknown, "Tool call failed: the extension host did not answer.", engine.OutcomeUnknown), nil
 }
 
 func withPID(r wire.CallResult) map[string]any {

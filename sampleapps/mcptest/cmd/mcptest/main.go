@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -31,7 +32,9 @@ func run(ctx context.Context, args []string) int {
 		fmt.Fprintln(os.Stderr, "usage: mcptest serve --server test | mcptest mcp --stdio")
 		return 2
 	}
-	app := mcptest.New(nil)
+	// Warnings (a refused peer) go to stderr, which the launcher keeps in
+	// the app's log file.
+	app := mcptest.New(&mcptest.Options{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	var err error
 	switch args[0] {
 	case "serve":
