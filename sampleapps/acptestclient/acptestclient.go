@@ -30,6 +30,7 @@
 //	set_mode     {session, mode};  set_model {session, model}
 //	prompt       {session, text, pad, times, background, cancelAfterMs} stopReason, taskId, text, toolCalls[{id, tool, status, statuses, result, arguments, ref}]
 //	cancel       {session};  await {prompt, timeoutMs}
+//	wait_text    {prompt, text, timeoutMs}                              seen: a background prompt streamed the text (its task runs)
 //	raw_open     {as, readMs}                                           a raw caller channel: opened, reason, requestId, line
 //	raw          {conn, send | line, readMs}                            one line sent; response (by id), other[], closed
 //	raw_close    {conn}

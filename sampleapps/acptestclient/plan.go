@@ -101,6 +101,7 @@ const (
 	OpPrompt     = "prompt"
 	OpCancel     = "cancel"
 	OpAwait      = "await"
+	OpWaitText   = "wait_text"
 	OpRawOpen    = "raw_open"
 	OpRawConnect = "raw_connect"
 	OpRaw        = "raw"
@@ -112,7 +113,7 @@ const (
 
 // Ops lists every kind, in the package doc's order.
 var Ops = []string{OpConnect, OpDisconnect, OpWaitClosed, OpNew, OpFork, OpLoad, OpResume, OpList, OpDelete, OpClose,
-	OpSetMode, OpSetModel, OpPrompt, OpCancel, OpAwait, OpRawOpen, OpRawConnect, OpRaw, OpRawRead, OpRawClose, OpDial, OpSleep}
+	OpSetMode, OpSetModel, OpPrompt, OpCancel, OpAwait, OpWaitText, OpRawOpen, OpRawConnect, OpRaw, OpRawRead, OpRawClose, OpDial, OpSleep}
 
 // Bounds of a plan: what crosses into the runtime stays small and every
 // wait ends.
@@ -242,7 +243,7 @@ func validate(ops []Op) error {
 			if op.ID == "" {
 				return bad("needs id")
 			}
-		case OpAwait:
+		case OpAwait, OpWaitText:
 			if op.Prompt == "" {
 				return bad("needs prompt")
 			}

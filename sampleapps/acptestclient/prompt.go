@@ -57,14 +57,14 @@ func (r *runner) prompt(ctx context.Context, op *Op) (any, error) {
 	cancelAfter := time.Duration(op.CancelAfterMs) * time.Millisecond
 	busyRetry := time.Duration(op.BusyRetryMs) * time.Millisecond
 	if op.Background {
-		b := &background{done: make(chan struct{})}
+		b := &background{done: make(chan struct{}), changed: make(chan struct{}, 1)}
 		r.bg[op.As] = b
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
 			defer close(b.done)
 			start := time.Now()
-			res, err := runPrompt(ctx, s, text, cancelAfter, busyRetry)
+			res, err := runPrompt(withProgress(ctx, b.progress), s, text, cancelAfter, busyRetry)
 			res.Background = true
 			res.setCommon(time.Since(start).Milliseconds(), errOut(err))
 			b.res = res
@@ -137,6 +137,9 @@ func promptOnce(ctx context.Context, s *acpclient.Session, text string, cancelAf
 		switch e := ev.(type) {
 		case acpclient.Text:
 			sb.WriteString(e.Text)
+			if p := progressOf(ctx); p != nil {
+				p(e.Text)
+			}
 		case acpclient.ToolCall:
 			i, ok := index[e.ID]
 			if !ok {
@@ -190,3 +193,70 @@ func (r *runner) await(ctx context.Context, op *Op) (any, error) {
 type resultError struct{ e *ErrorOut }
 
 func (e *resultError) Error() string { return e.e.Code + ": " + e.e.Message }
+
+// progressKey carries a background prompt's text sink in its context.
+type progressKey struct{}
+
+func withProgress(ctx context.Context, f func(string)) context.Context {
+	return context.WithValue(ctx, progressKey{}, f)
+}
+
+func progressOf(ctx context.Context) func(string) {
+	f, _ := ctx.Value(progressKey{}).(func(string))
+	return f
+}
+
+// progress records text a background prompt streamed so far.
+func (b *background) progress(chunk string) {
+	b.mu.Lock()
+	b.text.WriteString(chunk)
+	b.mu.Unlock()
+	select {
+	case b.changed <- struct{}{}:
+	default:
+	}
+}
+
+// WaitTextOut is wait_text's result.
+type WaitTextOut struct {
+	// Seen: the background prompt streamed the text in time.
+	Seen bool `json:"seen"`
+	// Ended: the prompt ended before (Seen may still be true).
+	Ended bool `json:"ended"`
+	Outcome
+}
+
+// waitText waits until a background prompt has streamed text containing
+// op.Text: proof that its task runs, without a fixed pause.
+func (r *runner) waitText(ctx context.Context, op *Op) (any, error) {
+	b, ok := r.bg[op.Prompt]
+	if !ok {
+		return nil, planErrorf("no background prompt %q", op.Prompt)
+	}
+	d := time.Duration(op.TimeoutMs) * time.Millisecond
+	if d == 0 {
+		d = 30 * time.Second
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		b.mu.Lock()
+		seen := strings.Contains(b.text.String(), op.Text)
+		b.mu.Unlock()
+		if seen {
+			return &WaitTextOut{Seen: true}, nil
+		}
+		select {
+		case <-b.changed:
+		case <-b.done:
+			b.mu.Lock()
+			seen := strings.Contains(b.text.String(), op.Text)
+			b.mu.Unlock()
+			return &WaitTextOut{Seen: seen, Ended: true}, nil
+		case <-t.C:
+			return &WaitTextOut{}, nil
+		case <-ctx.Done():
+			return &WaitTextOut{}, ctx.Err()
+		}
+	}
+}

@@ -108,8 +108,12 @@ type runner struct {
 
 // background is a prompt running while the plan goes on.
 type background struct {
-	done chan struct{}
-	res  *PromptOut
+	done    chan struct{}
+	res     *PromptOut    // set before done is closed
+	changed chan struct{} // capacity 1: text arrived
+
+	mu   sync.Mutex // guards text
+	text strings.Builder
 }
 
 // Run performs ops in order and returns every outcome. It returns when
@@ -225,6 +229,8 @@ func (r *runner) do(ctx context.Context, op *Op) (any, error) {
 		return &Outcome{}, s.Cancel(ctx)
 	case OpAwait:
 		return r.await(ctx, op)
+	case OpWaitText:
+		return r.waitText(ctx, op)
 	case OpRawOpen:
 		return r.rawOpen(ctx, op)
 	case OpRawConnect:

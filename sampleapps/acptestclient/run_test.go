@@ -108,7 +108,9 @@ func TestSessionsLifecycle(t *testing.T) {
 			`{"op":"prompt","session":"s1","pad":16001,"as":"big"},{"op":"prompt","session":"s1","pad":16000,"as":"edge"},`+
 			`{"op":"delete","id":"fk","as":"del"},{"op":"load","id":"fk","as":"gone"},{"op":"load","id":"ses_00000000000000000000000000","as":"never"},`+
 			`{"op":"prompt","session":"s1","text":"again","times":3,"busyRetryMs":2000,"as":"burst"}]`,
-		`[{"op":"prompt","session":"s1","busyRetryMs":2000,"text":`+jsonString(holdScript)+`,"background":true,"as":"hold","cancelAfterMs":300},{"op":"await","prompt":"hold"},`+
+		`[{"op":"prompt","session":"s1","busyRetryMs":2000,"text":`+jsonString(holdScript)+`,"background":true,"as":"hold"},`+
+			`{"op":"wait_text","prompt":"hold","text":"working","as":"wt"},{"op":"cancel","session":"s1"},{"op":"await","prompt":"hold"},`+
+			`{"op":"prompt","session":"s1","busyRetryMs":2000,"text":`+jsonString(holdScript)+`,"as":"timed","cancelAfterMs":300},`+
 			`{"op":"close","session":"s2","as":"cl"},{"op":"disconnect","conn":"c2"}]`,
 	)
 	checks := []struct {
@@ -140,6 +142,8 @@ func TestSessionsLifecycle(t *testing.T) {
 		{"r.burst.runs.2.stopReason", "end_turn"},
 		{"r.hold.stopReason", "cancelled"}, {"r.hold.error", nil},
 		{"r.hold.background", true},
+		{"r.wt.seen", true},
+		{"r.timed.stopReason", "cancelled"},
 		{"r.cl.error", nil},
 	}
 	for _, c := range checks {
