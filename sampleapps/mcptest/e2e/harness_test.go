@@ -376,9 +376,10 @@ func squat(args []string) int {
 	return 0
 }
 
-// intrude dials a socket as whatever uid it runs under, sends one line
-// and reports what came back: "closed" when the peer closed without a
-// byte, else the first line.
+// intrude dials a socket as whatever uid it runs under, sends each
+// argument after the first as one line, and prints what came back, one
+// line each: "closed" when the peer closed without a byte, "dial failed"
+// when nothing listens.
 func intrude(args []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -388,18 +389,30 @@ func intrude(args []string) int {
 		return 0
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	c.Write([]byte(args[1] + "\n"))
-	line, err := bufio.NewReader(c).ReadString('\n')
-	switch {
-	case line != "":
-		fmt.Println(strings.TrimSpace(line))
-	case errors.Is(err, io.EOF) || isReset(err):
-		fmt.Println("closed")
-	default:
-		fmt.Println("no answer")
+	for _, l := range args[1:] {
+		c.SetWriteDeadline(time.Now().Add(3 * time.Second))
+		if _, err := c.Write([]byte(l + "\n")); err != nil {
+			break
+		}
 	}
-	return 0
+	r := bufio.NewReader(c)
+	got := 0
+	for {
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		line, err := r.ReadString('\n')
+		if line != "" {
+			got++
+			fmt.Println(strings.TrimSpace(line))
+		}
+		if err != nil {
+			if got == 0 && (errors.Is(err, io.EOF) || isReset(err)) {
+				fmt.Println("closed")
+			} else if got == 0 {
+				fmt.Println("no answer")
+			}
+			return 0
+		}
+	}
 }
 
 func isReset(err error) bool {
