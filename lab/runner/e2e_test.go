@@ -246,7 +246,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("summary counts %d lab-fault attempts", run.Summary.LabFaultAttempts)
 	}
 
-	for _, name := range []string{"e2e/echo-prompt", "e2e/notes-crud"} {
+	for _, name := range []string{"e2e/echo-prompt", "e2e/notes-crud", "e2e/step-kinds"} {
 		if s := scenarioOf(t, run, name); s.Verdict != reports.VerdictPass {
 			t.Errorf("%s: %s: %s", name, s.Verdict, s.Reason)
 		}
@@ -281,7 +281,7 @@ func TestEndToEnd(t *testing.T) {
 	for _, r := range diff.Removed {
 		removed = append(removed, r.Scenario)
 	}
-	if strings.Join(removed, ",") != "e2e/device-dies,e2e/echo-prompt" || len(diff.StillFailing) != 1 || diff.StillFailing[0].Scenario != "e2e/fails-on-purpose" {
+	if strings.Join(removed, ",") != "e2e/device-dies,e2e/echo-prompt,e2e/step-kinds" || len(diff.StillFailing) != 1 || diff.StillFailing[0].Scenario != "e2e/fails-on-purpose" {
 		t.Errorf("diff: removed %v, still failing %+v", removed, diff.StillFailing)
 	}
 }

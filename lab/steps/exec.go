@@ -347,7 +347,13 @@ func (a *attempt) toggle(ctx context.Context, t *Target, st *scenario.Step, expa
 			if err != nil {
 				return nil, err
 			}
-			v, err := ctlJSON(ctx, t, group, x.verb, name)
+			id := name
+			if st.Kind() == scenario.KindPlugins {
+				if id, err = pluginID(ctx, t, name); err != nil {
+					return nil, err
+				}
+			}
+			v, err := ctlJSON(ctx, t, group, x.verb, id)
 			if err != nil {
 				return nil, err
 			}
@@ -355,6 +361,26 @@ func (a *attempt) toggle(ctx context.Context, t *Target, st *scenario.Step, expa
 		}
 	}
 	return out, nil
+}
+
+// pluginID finds a plugin by id, name, package or sample app name, as
+// provisioning does; the runtime's verbs take the id.
+func pluginID(ctx context.Context, t *Target, name string) (string, error) {
+	var list []struct {
+		ID      string `json:"id"`
+		Name    string `json:"name"`
+		Package string `json:"package"`
+	}
+	if err := t.Ctl.Call(ctx, &list, "plugins", "list"); err != nil {
+		return "", err
+	}
+	pkg, _ := scenario.PackageOf(name)
+	for _, p := range list {
+		if p.ID == name || p.Name == name || p.Package == name || (pkg != "" && p.Package == pkg) {
+			return p.ID, nil
+		}
+	}
+	return "", fmt.Errorf("no plugin %q is installed", name)
 }
 
 // supervisorPID is where the supervisor keeps its pid on the device.

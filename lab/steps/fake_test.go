@@ -151,6 +151,8 @@ func (f *fakeRuntime) Call(ctx context.Context, out any, args ...string) error {
 		f.mode = args[2]
 		f.mu.Unlock()
 		res = map[string]any{"mode": args[2]}
+	case "plugins list":
+		res = []any{map[string]any{"id": "org.agentos.test.mcp.plugin/agent-plugin", "name": "mcptest", "package": "org.agentos.test.mcp.plugin"}}
 	case "status":
 		res = map[string]any{"version": "test", "pid": 42.0}
 	default:

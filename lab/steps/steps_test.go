@@ -437,3 +437,31 @@ func TestTouchesOnRealDevicesOnly(t *testing.T) {
 		t.Errorf("phone: touches %d asked %d", r.Touches, asked)
 	}
 }
+
+// TestToggles: plugins are named by id, name or app; tools by final name.
+func TestToggles(t *testing.T) {
+	rt := newRuntime()
+	e, _ := env(t, rt, nil)
+	s := parse(t, `
+name: t
+steps:
+  - plugins: {enable: [mcptest], disable: [org.agentos.test.mcp.plugin/agent-plugin]}
+  - tools: {disable: [mcp__mcptest__test__wipe]}
+  - plugins: {enable: [nothing-like-it]}
+    allow_error: true
+    save: missing
+checks:
+  - {name: missing, saved: missing, path: .error.message, contains: 'no plugin "nothing-like-it"'}
+`)
+	r := Run(context.Background(), s, e)
+	if got := checks(r); got != "missing=true" || r.Err != nil {
+		t.Errorf("checks %s err %v", got, r.Err)
+	}
+	calls := strings.Join(rt.verbs(), "\n")
+	for _, want := range []string{"plugins enable org.agentos.test.mcp.plugin/agent-plugin", "plugins disable org.agentos.test.mcp.plugin/agent-plugin",
+		"plugins tool-disable mcp__mcptest__test__wipe"} {
+		if !strings.Contains(calls, want) {
+			t.Errorf("no call %q in\n%s", want, calls)
+		}
+	}
+}
