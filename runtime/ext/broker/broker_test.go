@@ -73,7 +73,7 @@ const (
 )
 
 // demoBundle packs the test binary as the demo app.
-func demoBundle(t *testing.T, key ed25519.PrivateKey) []byte {
+func demoBundle(t testing.TB, key ed25519.PrivateKey) []byte {
 	t.Helper()
 	dir := t.TempDir()
 	put := func(name string, data []byte, mode os.FileMode) {
