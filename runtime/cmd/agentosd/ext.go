@@ -17,7 +17,10 @@ import (
 
 // `agentosd ext`: the extension host, a separate process that serve
 // starts and watches (its death never stops serve).
-func init() { commands["ext"] = extCmd }
+func init() {
+	commands["ext"] = extCmd
+	summaries["ext"] = "the extension host that serve starts and watches (plugins, MCP providers, skills)"
+}
 
 func extCmd(ctx context.Context, args []string) error {
 	if code := host.Main(ctx, args, os.Stderr); code != 0 {
@@ -55,6 +58,10 @@ func configureExt(ctx context.Context, opts *daemon.Options, ao *access.Options,
 	}
 	opts.Tools = b
 	opts.Servers = sessions
+	stop = func() {
+		b.Close()
+		sessions.Close()
+	}
 	prev := ao.Admin
 	ao.Admin = func(srv *admin.Server) {
 		admin.Provide(srv, b)
@@ -62,5 +69,5 @@ func configureExt(ctx context.Context, opts *daemon.Options, ao *access.Options,
 			prev(srv)
 		}
 	}
-	return b.Close, nil
+	return stop, nil
 }

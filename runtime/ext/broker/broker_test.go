@@ -405,3 +405,43 @@ func TestLinkRefusesStrangers(t *testing.T) {
 		t.Fatalf("status after a stranger: %+v", st)
 	}
 }
+
+// "Always allow" that cannot be saved still allows this call, with a
+// notice in the consent log and the event.
+func TestAlwaysAllowNotSaved(t *testing.T) {
+	_, b := setup(t, exttest.Options{})
+	ctx := context.Background()
+	res := make(chan *events, 1)
+	go func() {
+		ev := &events{}
+		b.Call(ctx, engine.ToolCallRequest{Session: session("ses_n"), ToolCallID: "call_n", Name: echo, Arguments: json.RawMessage(`{"text":"n"}`)}, ev)
+		res <- ev
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(b.Consent().Pending()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no card")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	card := b.Consent().Pending()[0]
+	if !slices.ContainsFunc(card.Options, func(o consent.CardOption) bool { return o.Choice == consent.AlwaysAllow }) {
+		t.Fatalf("options %+v", card.Options)
+	}
+	b.KillExt()
+	for b.Status().Connected {
+		if time.Now().After(deadline) {
+			t.Fatal("link still up")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	b.Consent().Respond(card.RequestID, consent.AlwaysAllow)
+	ev := <-res
+	if !ev.has(`"decision":"allow"`) || !ev.has(`"notice":"\"Always allow\" could not be saved`) {
+		t.Fatalf("events %v", ev.evs)
+	}
+	rec := b.Consent().Recent()
+	if n := rec[len(rec)-1]; n.RequestID != card.RequestID || !strings.Contains(n.Notice, "could not be saved") {
+		t.Fatalf("recent %+v", n)
+	}
+}

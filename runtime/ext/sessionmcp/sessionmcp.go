@@ -76,6 +76,7 @@ type Manager struct {
 
 	mu       sync.Mutex
 	sessions map[string]*sessionServers // guarded by mu
+	closing  sync.WaitGroup             // clients being closed in the background
 }
 
 type sessionServers struct {
@@ -218,6 +219,29 @@ func (m *Manager) Forget(sessionID string) {
 	}
 }
 
+// closeLater closes a client without holding up the caller (a session
+// close may wait for a DELETE to a slow server); Close waits for it.
+func (m *Manager) closeLater(c *plugin.Client) {
+	m.closing.Add(1)
+	go func() {
+		defer m.closing.Done()
+		c.Close()
+	}()
+}
+
+// Close drops every session's servers and waits for their connections
+// to close.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	all := m.sessions
+	m.sessions = map[string]*sessionServers{}
+	m.mu.Unlock()
+	for _, ss := range all {
+		ss.close()
+	}
+	m.closing.Wait()
+}
+
 // Count is the number of servers kept, for diagnostics.
 func (m *Manager) Count() int {
 	m.mu.Lock()
@@ -308,7 +332,7 @@ func (m *Manager) connect(ctx context.Context, s *server) {
 	defer s.mu.Unlock()
 	if s.closed {
 		if reason == "" {
-			go c.Close()
+			m.closeLater(c)
 		}
 		return
 	}
@@ -420,7 +444,7 @@ func (m *Manager) Call(ctx context.Context, sessionID string, id catalog.Session
 		s.client, s.reason, s.failedAt = nil, ReasonConnectFailed, time.Time{}
 	}
 	s.mu.Unlock()
-	go c.Close()
+	m.closeLater(c)
 	return toolErr(errcode.ToolResultUnknown, "Tool call failed: the server connection was lost.", engine.OutcomeUnknown)
 }
 
