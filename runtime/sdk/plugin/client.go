@@ -40,10 +40,14 @@ type ClientOptions struct {
 // extension host's client, and the one an app uses to test its own
 // server.
 type Client struct {
-	cs   *mcp.ClientSession
-	done chan struct{}
-	err  atomic.Pointer[error]
+	cs      *mcp.ClientSession
+	done    chan struct{}
+	err     atomic.Pointer[error]
+	dropped atomic.Int64
 }
+
+// Dropped is how many tools the last ListTools dropped.
+func (c *Client) Dropped() int { return int(c.dropped.Load()) }
 
 // ToolInfo is one tool as a server lists it.
 type ToolInfo struct {
@@ -194,9 +198,23 @@ func (c *Client) ServerInfo() (name, version string) {
 	return "", ""
 }
 
+// Limits on what a server may list; tools outside them are dropped.
+const (
+	// MaxListedNameChars bounds a listed tool's name.
+	MaxListedNameChars = 256
+	// MaxSchemaBytes bounds a listed tool's input schema.
+	MaxSchemaBytes = 64 << 10
+)
+
 // ListTools lists every tool, following at most MaxListPages pages.
+// Tools a model could not be given are dropped and counted (Dropped): an
+// empty or over-long name, a name already listed, an input schema that is
+// not a JSON object or is over MaxSchemaBytes.
 func (c *Client) ListTools(ctx context.Context) ([]ToolInfo, error) {
 	var out []ToolInfo
+	seen := map[string]bool{}
+	dropped := 0
+	defer func() { c.dropped.Store(int64(dropped)) }()
 	cursor := ""
 	for page := 0; ; page++ {
 		if page == MaxListPages {
@@ -211,9 +229,12 @@ func (c *Client) ListTools(ctx context.Context) ([]ToolInfo, error) {
 				continue
 			}
 			schema, err := json.Marshal(t.InputSchema)
-			if err != nil {
-				return nil, fmt.Errorf("plugin: tools/list: tool %q: bad inputSchema", t.Name)
+			if err != nil || len(schema) > MaxSchemaBytes || len(schema) == 0 || schema[0] != '{' ||
+				t.Name == "" || transport.UTF16LenString(t.Name) > MaxListedNameChars || seen[t.Name] {
+				dropped++
+				continue
 			}
+			seen[t.Name] = true
 			ti := ToolInfo{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schema}
 			if a := t.Annotations; a != nil {
 				ti.DestructiveHint = a.DestructiveHint

@@ -110,6 +110,9 @@ type Status struct {
 	Refreshes    int `json:"refreshes"`
 	UIDRejects   int `json:"uidRejects"`
 	IdleReleases int `json:"idleReleases"`
+	// DroppedTools counts listed tools no model could be given (bad
+	// name, duplicate, bad schema) at the last listing.
+	DroppedTools int `json:"droppedTools"`
 }
 
 // Server is the connection manager of one server. Safe for concurrent use.
@@ -224,6 +227,9 @@ func (s *Server) Refresh(ctx context.Context) error {
 	if len(tools) > MaxTools {
 		return fmt.Errorf("provider: %s", ErrTooManyTools)
 	}
+	s.mu.Lock()
+	s.st.DroppedTools = c.c.Dropped()
+	s.mu.Unlock()
 	if s.cfg.OnTools != nil {
 		s.cfg.OnTools(tools)
 	}
@@ -286,6 +292,7 @@ func (s *Server) connect(ctx context.Context) (*conn, error) {
 		s.conn = c
 		s.st.State, s.st.Error = StateConnected, ""
 		s.st.Connects++
+		s.st.DroppedTools = c.c.Dropped()
 		s.mu.Unlock()
 		s.wg.Add(1)
 		go s.watch(c)
@@ -429,6 +436,7 @@ func (s *Server) refresher() {
 		}
 		s.mu.Lock()
 		s.st.Refreshes++
+		s.st.DroppedTools = c.c.Dropped()
 		s.mu.Unlock()
 		if s.cfg.OnTools != nil {
 			s.cfg.OnTools(tools)

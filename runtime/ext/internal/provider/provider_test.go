@@ -412,6 +412,11 @@ func rawServer(t *testing.T, serve func(net.Conn)) string {
 // scripted is a minimal MCP server: initialize, tools/list with one
 // tool, and call answered by onCall (which writes raw lines).
 func scripted(onCall func(w *bufio.Writer, id json.RawMessage), afterInit func(w *bufio.Writer)) func(net.Conn) {
+	return scriptedTools(`[{"name":"big","inputSchema":{"type":"object"}}]`, onCall, afterInit)
+}
+
+// scriptedTools is scripted with a tools/list answer of its own.
+func scriptedTools(tools string, onCall func(w *bufio.Writer, id json.RawMessage), afterInit func(w *bufio.Writer)) func(net.Conn) {
 	return func(c net.Conn) {
 		r := bufio.NewReaderSize(c, 1<<20)
 		w := bufio.NewWriter(c)
@@ -435,7 +440,7 @@ func scripted(onCall func(w *bufio.Writer, id json.RawMessage), afterInit func(w
 					go func() { wmu.Lock(); afterInit(w); w.Flush(); wmu.Unlock() }()
 				}
 			case "tools/list":
-				send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"big","inputSchema":{"type":"object"}}]}}`, m.ID))
+				send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":%s}}`, m.ID, tools))
 			case "tools/call":
 				wmu.Lock()
 				onCall(w, m.ID)
@@ -501,5 +506,34 @@ func TestListChangedFlood(t *testing.T) {
 	// One list on connect plus one per debounce window of the flood.
 	if got, limit := lists.Load(), int32(2+time.Since(start)/(100*time.Millisecond)); got > limit {
 		t.Fatalf("%d tools/list for a flood (limit %d)", got, limit)
+	}
+}
+
+// A provider listing tools no model could be given: they are dropped,
+// the rest are kept.
+func TestHostileToolList(t *testing.T) {
+	t.Parallel()
+	// One line (a newline inside would split the message), within the
+	// frame limit.
+	tools := `[{"name":"","inputSchema":{"type":"object"}},` +
+		`{"name":"ok","inputSchema":{"type":"object"}},` +
+		`{"name":"ok","inputSchema":{"type":"object","x":1}},` +
+		`{"name":"arr","inputSchema":[]},` +
+		`{"name":"str","inputSchema":"object"},` +
+		`{"name":"工具","inputSchema":{"type":"object"}},` +
+		`{"name":"` + strings.Repeat("n", 300) + `","inputSchema":{"type":"object"}}]`
+	var got []string
+	sock := rawServer(t, scriptedTools(tools, func(w *bufio.Writer, id json.RawMessage) {}, nil))
+	s := New(Config{UID: os.Getuid(), Socket: sock, OnTools: func(ts []plugin.ToolInfo) {
+		for _, x := range ts {
+			got = append(got, x.Name)
+		}
+	}})
+	defer s.Close()
+	if err := s.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, ",") != "ok,工具" || s.Status().DroppedTools != 5 {
+		t.Fatalf("kept %q, dropped %d", got, s.Status().DroppedTools)
 	}
 }
