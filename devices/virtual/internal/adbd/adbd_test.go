@@ -324,28 +324,44 @@ func TestEarlyAckInterleaving(t *testing.T) {
 	c.online = true
 	c.maxData = adbwire.MaxPayload
 	st := c.newStream(9)
-	steps := []struct {
+	type step struct {
 		what  string
 		do    func() bool // false: the WRTE was refused
 		ok    bool
 		okays int
-	}{
-		{"W: acknowledged before its payload is queued", st.reserve, true, 1},
-		{"W queued", func() bool { st.put([]byte("w")); return true }, true, 1},
-		// The service takes W off the queue but has not accounted for the
-		// take yet: the slot is still W's.
-		{"service takes W", func() bool { <-st.in; return true }, true, 1},
-		{"X fills the queue: OKAY held back", func() bool { ok := st.reserve(); st.put([]byte("x")); return ok }, true, 1},
-		{"Y before X's OKAY: refused", st.reserve, false, 1},
-		{"the take of W is accounted: X acknowledged", func() bool { st.taken(); return true }, true, 2},
-		{"Y fills the queue again", func() bool { ok := st.reserve(); st.put([]byte("y")); return ok }, true, 2},
-		{"Z before Y's OKAY: refused", st.reserve, false, 2},
-		{"the service reads X and Y", func() bool {
-			b := make([]byte, 2)
-			n, err := io.ReadFull(st, b)
-			return err == nil && n == 2 && string(b) == "xy"
-		}, true, 3},
 	}
+	wrte := func(b string) func() bool {
+		return func() bool {
+			ok := st.reserve()
+			if ok {
+				st.put([]byte(b))
+			}
+			return ok
+		}
+	}
+	steps := []step{
+		{"first WRTE: acknowledged before its payload is queued", st.reserve, true, 1},
+		{"its payload queued", func() bool { st.put([]byte("a")); return true }, true, 1},
+	}
+	for i := 2; i < inQueue; i++ {
+		steps = append(steps, step{fmt.Sprintf("WRTE %d: acknowledged at once", i), wrte("a"), true, i})
+	}
+	steps = append(steps,
+		// The service takes a payload off the queue but has not accounted
+		// for the take yet: the slot is still taken.
+		step{"service takes a payload", func() bool { <-st.in; return true }, true, inQueue - 1},
+		step{"X fills the queue: OKAY held back", wrte("x"), true, inQueue - 1},
+		step{"Y before X's OKAY: refused", st.reserve, false, inQueue - 1},
+		step{"the take is accounted: X acknowledged", func() bool { st.taken(); return true }, true, inQueue},
+		step{"Y fills the queue again", wrte("y"), true, inQueue},
+		step{"Z before Y's OKAY: refused", st.reserve, false, inQueue},
+		step{"the service reads everything queued; Y acknowledged", func() bool {
+			want := strings.Repeat("a", inQueue-2) + "xy"
+			b := make([]byte, len(want))
+			_, err := io.ReadFull(st, b)
+			return err == nil && string(b) == want
+		}, true, inQueue + 1},
+	)
 	for _, s := range steps {
 		if ok := s.do(); ok != s.ok {
 			t.Fatalf("%s: accepted = %v, want %v", s.what, ok, s.ok)

@@ -327,8 +327,10 @@ func (c *conn) openToHost(ctx context.Context, dest string) (*stream, error) {
 // the service's work go on (as adbd acknowledges queued data); when the
 // queue is full the OKAY waits until the service takes a payload. A
 // stream holds at most inQueue+1 payloads of at most 1 MiB: inQueue
-// queued, one being read by the service.
-const inQueue = 2
+// queued, one being read by the service. Four lets a push ride out a
+// service that waits some 10 ms for a CPU on a loaded machine; with two,
+// the host stalls behind it.
+const inQueue = 4
 
 // stream is one adb stream, used by a service as an io.ReadWriteCloser.
 // Writes send one WRTE at a time and wait for the host's OKAY.

@@ -295,7 +295,7 @@ func writev(f *os.File, iov [][]byte) error {
 	err = rc.Write(func(fd uintptr) bool {
 		for len(iov) > 0 {
 			n, err := unix.Writev(int(fd), iov)
-			if err == unix.EINTR {
+			if errors.Is(err, unix.EINTR) {
 				continue
 			}
 			if err != nil {
