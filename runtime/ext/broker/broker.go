@@ -257,7 +257,12 @@ func (b *Broker) onNotify(method string, params json.RawMessage) {
 			b.o.Logger.Warn("broker: bad catalog push")
 			return
 		}
-		cat, err := catalog.New(c.Tools)
+		entries := c.Tools
+		if len(c.Skills) > 0 {
+			// read_skill is offered whenever there are skills to read.
+			entries = append(append([]catalog.Entry(nil), c.Tools...), skills.ToolEntry())
+		}
+		cat, err := catalog.New(entries)
 		if err != nil {
 			b.o.Logger.Warn("broker: catalog push refused", "err", err)
 			return

@@ -53,41 +53,43 @@ func view(s engine.SessionView) catalog.View {
 	return catalog.View{Scope: catalog.ScopeOf(s.Scope), Mode: catalog.Mode(s.Mode)}
 }
 
-// sessionCatalog is the catalog a session sees: plugin tools, read_skill
-// when skills exist, and the session's own MCP servers' tools.
-func (b *Broker) sessionCatalog(ctx context.Context, s engine.SessionView, refresh bool) (*catalog.Catalog, []skills.Skill) {
-	cat, sk := b.mirror()
-	var extra []catalog.Entry
-	if len(sk) > 0 {
-		extra = append(extra, skills.ToolEntry())
+// sessionTools is the catalog of a session's own MCP servers (ses__
+// names, which never meet mcp__ names or read_skill), nil when it has
+// none. refresh retries unreachable servers first (before a task).
+func (b *Broker) sessionTools(ctx context.Context, s engine.SessionView, refresh bool) *catalog.Catalog {
+	if b.o.Sessions == nil || s.SessionID == "" {
+		return nil
 	}
-	if b.o.Sessions != nil && s.SessionID != "" {
-		if refresh {
-			extra = append(extra, b.o.Sessions.Tools(ctx, s.SessionID)...)
-		} else {
-			extra = append(extra, b.o.Sessions.Known(s.SessionID)...)
-		}
+	var entries []catalog.Entry
+	if refresh {
+		entries = b.o.Sessions.Tools(ctx, s.SessionID)
+	} else {
+		entries = b.o.Sessions.Known(s.SessionID)
 	}
-	if len(extra) == 0 {
-		return cat, sk
+	if len(entries) == 0 {
+		return nil
 	}
-	all := append(cat.All(), extra...)
-	withExtra, err := catalog.New(all)
+	c, err := catalog.New(entries)
 	if err != nil {
-		b.o.Logger.Warn("broker: session catalog not built", "session", s.SessionID, "err", err)
-		return cat, sk
+		b.o.Logger.Warn("broker: session tools not named", "session", s.SessionID, "err", err)
+		return nil
 	}
-	return withExtra, sk
+	return c
 }
 
 // ForSession implements engine.Tools: the visible tools of the session
-// (catalog ∩ scope, filtered by mode) and the skills section of the
-// system prompt (absent in restricted-scope sessions and chat mode).
+// (catalog ∩ scope, filtered by mode, then the session's own servers'
+// tools) and the skills section of the system prompt (absent in
+// restricted-scope sessions and chat mode).
 func (b *Broker) ForSession(ctx context.Context, s engine.SessionView) ([]model.Tool, string, error) {
-	cat, sk := b.sessionCatalog(ctx, s, true)
+	cat, sk := b.mirror()
 	v := view(s)
-	var out []model.Tool
-	for _, e := range cat.Visible(v) {
+	entries := cat.Visible(v)
+	if st := b.sessionTools(ctx, s, true); st != nil {
+		entries = append(entries, st.Visible(v)...)
+	}
+	out := make([]model.Tool, 0, len(entries))
+	for _, e := range entries {
 		out = append(out, model.Tool{Name: e.Name, Description: e.Description, InputSchema: e.InputSchema})
 	}
 	section := ""
@@ -111,8 +113,13 @@ func toolError(c errcode.Code, sentence, outcome string) engine.ToolResult {
 
 // Call implements engine.Tools: the broker flow of spec §5.2.
 func (b *Broker) Call(ctx context.Context, req engine.ToolCallRequest, ev engine.ToolEvents) (engine.ToolResult, error) {
-	cat, _ := b.sessionCatalog(ctx, req.Session, false)
+	cat, _ := b.mirror()
 	e, err := cat.Lookup(req.Name, view(req.Session))
+	if err != nil {
+		if st := b.sessionTools(ctx, req.Session, false); st != nil {
+			e, err = st.Lookup(req.Name, view(req.Session))
+		}
+	}
 	if err != nil {
 		// Unknown, disabled, out of scope and mode-hidden look the same,
 		// and none of them asks the user.

@@ -251,6 +251,7 @@ const strangerUID = 24999
 // TestExtensionHost is spec §10.8: the 25 cases of the upstream
 // extension-host suite, in its order, on one stack.
 func TestExtensionHost(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	cases := []struct {
 		name string

@@ -20,6 +20,7 @@ import (
 // session/request_permission exchange). None of it answers the card;
 // only the owner's answer on the admin socket does.
 func TestOnlyTheOwnerAnswersConsent(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.install(s.bundle(0, mcptest.BundleOptions{}))
 	s.mustCall("plugins.enable", map[string]string{"id": pluginID}, nil)
