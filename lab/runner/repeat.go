@@ -52,7 +52,7 @@ func (r *runner) repeat(ctx context.Context, it *item) {
 			continue
 		case reports.VerdictError:
 			lab++
-			r.release(leases, out, a)
+			r.release(leases, out)
 			released = true
 		default:
 			fail++

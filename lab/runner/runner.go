@@ -457,7 +457,7 @@ func (r *runner) done() {
 
 // runItem runs the next attempt of it and decides what follows.
 func (r *runner) runItem(ctx context.Context, it *item) {
-	a, outcome, serials := r.attempt(ctx, it)
+	a, serials := r.attempt(ctx, it)
 	if a == nil {
 		r.done()
 		return
@@ -475,7 +475,6 @@ func (r *runner) runItem(ctx context.Context, it *item) {
 			return
 		}
 	}
-	_ = outcome
 	r.finish(it, "", "")
 	r.done()
 }
@@ -517,15 +516,15 @@ func attemptDir(name string, n int) string {
 // attempt leases devices for it and runs one attempt. It returns nil when
 // no attempt ran (the run is stopping); a device that could not be leased
 // finishes the item as an error.
-func (r *runner) attempt(ctx context.Context, it *item) (*reports.Attempt, *Outcome, []string) {
+func (r *runner) attempt(ctx context.Context, it *item) (*reports.Attempt, []string) {
 	start := time.Now()
 	leases, err := r.acquire(ctx, it)
 	if err != nil {
 		if ctx.Err() != nil || r.isStopping() {
-			return nil, nil, nil
+			return nil, nil
 		}
 		r.finish(it, reports.VerdictError, "no device: "+err.Error())
-		return nil, nil, nil
+		return nil, nil
 	}
 	serials := make([]string, len(leases))
 	for i, l := range leases {
@@ -538,7 +537,7 @@ func (r *runner) attempt(ctx context.Context, it *item) (*reports.Attempt, *Outc
 	}
 	out, started, finished := r.execute(ctx, at, leases)
 	a := r.record(it, at, out, serials, started, finished)
-	r.release(leases, out, a)
+	r.release(leases, out)
 	r.noteLease(serials, start, time.Now(), it.sc.Name, n)
 	r.mu.Lock()
 	r.overheads = append(r.overheads, max(time.Since(start)-out.StepTime, 0))
@@ -546,7 +545,7 @@ func (r *runner) attempt(ctx context.Context, it *item) (*reports.Attempt, *Outc
 	if r.o.Progress != nil {
 		r.o.Progress(it.res.Name, *a)
 	}
-	return a, out, serials
+	return a, serials
 }
 
 func (r *runner) isStopping() bool {
@@ -600,7 +599,7 @@ func (r *runner) selector(it *item, held []Lease) pool.Selector {
 	if it.sc.Needs.MinAPI > sel.MinAPI {
 		sel.MinAPI = it.sc.Needs.MinAPI
 	}
-	avoid := maps(it.avoid)
+	avoid := cloneSet(it.avoid)
 	for _, l := range held {
 		avoid[l.Serial()] = true
 	}
@@ -635,7 +634,7 @@ func (r *runner) selector(it *item, held []Lease) pool.Selector {
 	return sel
 }
 
-func maps(m map[string]bool) map[string]bool {
+func cloneSet(m map[string]bool) map[string]bool {
 	out := make(map[string]bool, len(m))
 	for k, v := range m {
 		out[k] = v
@@ -744,7 +743,7 @@ func nonNilArts(a []reports.Artifact) []reports.Artifact {
 
 // release returns the leases: a lab fault sends the devices to the
 // pool's recovery ladder.
-func (r *runner) release(leases []Lease, out *Outcome, a *reports.Attempt) {
+func (r *runner) release(leases []Lease, out *Outcome) {
 	o := pool.OK
 	if out.LabFault != nil {
 		o = pool.DeviceFault(clip(out.LabFault.Error(), 200))

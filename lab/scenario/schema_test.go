@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -103,7 +104,7 @@ func dslExamples(t *testing.T) map[string][]byte {
 		case cur == nil && strings.TrimSpace(text) == "```yaml scenario":
 			cur, start = &bytes.Buffer{}, line
 		case cur != nil && strings.TrimSpace(text) == "```":
-			out["DSL.md:"+itoa(start)] = cur.Bytes()
+			out["DSL.md:"+strconv.Itoa(start)] = cur.Bytes()
 			cur = nil
 		case cur != nil:
 			cur.WriteString(text + "\n")

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/agentoslab/agentlab/runtime/model/script"
@@ -531,14 +532,7 @@ func (d Devices) Roles() []string {
 	n := max(d.Count, 1)
 	out := make([]string, n)
 	for i := range out {
-		out[i] = "device" + itoa(i+1)
+		out[i] = "device" + strconv.Itoa(i+1)
 	}
 	return out
-}
-
-func itoa(i int) string {
-	if i < 10 {
-		return string(rune('0' + i))
-	}
-	return itoa(i/10) + string(rune('0'+i%10))
 }

@@ -122,17 +122,10 @@ func (v *validator) validate() {
 		v.errf("steps", "more than %d steps", MaxSteps)
 	}
 	for i := range s.Setup {
-		v.step(&s.Setup[i], index("setup", i), i+1)
+		v.step(&s.Setup[i], index("setup", i))
 	}
 	for i := range s.Steps {
-		v.step(&s.Steps[i], index("steps", i), len(s.Setup)+i+1)
-	}
-	for name := range v.bg {
-		if !v.awaited[name] {
-			// A background step nobody awaits is awaited at the end;
-			// that is allowed, but a check on its output needs an await.
-			_ = name
-		}
+		v.step(&s.Steps[i], index("steps", i))
 	}
 	for i := range s.Checks {
 		v.check(&s.Checks[i], index("checks", i))
@@ -279,7 +272,7 @@ func (v *validator) regexp(path, re string) {
 	}
 }
 
-func (v *validator) step(st *Step, path string, n int) {
+func (v *validator) step(st *Step, path string) {
 	if st.kind == "" || !st.hasValue() {
 		return // reported by the decoder
 	}
@@ -385,7 +378,7 @@ func (v *validator) step(st *Step, path string, n int) {
 		}
 	case KindWait:
 		w := st.Wait
-		v.condition(&w.Until, join(kp, "until"), false)
+		v.condition(&w.Until, join(kp, "until"))
 		if w.Timeout.D() > MaxTimeout {
 			v.errf(join(kp, "timeout"), "longer than %s", MaxTimeout)
 		}
@@ -435,7 +428,6 @@ func (v *validator) step(st *Step, path string, n int) {
 	if st.Name != "" {
 		v.saves[st.Name] = st.kind
 	}
-	_ = n
 }
 
 func (v *validator) callers(c *CallersStep, kp string) {
@@ -587,12 +579,11 @@ func (v *validator) checkName(name, path string) {
 
 func (v *validator) check(c *Check, path string) {
 	v.checkName(c.Name, join(path, "name"))
-	v.condition(&c.Condition, path, true)
+	v.condition(&c.Condition, path)
 }
 
-// condition validates a condition at path; top says whether it is the
-// condition of a check (whose name field sits beside it).
-func (v *validator) condition(c *Condition, path string, top bool) {
+// condition validates a condition at path.
+func (v *validator) condition(c *Condition, path string) {
 	v.role(join(path, "device"), c.Device)
 	subjects := []string{}
 	for _, x := range []struct {
@@ -626,7 +617,7 @@ func (v *validator) condition(c *Condition, path string, top bool) {
 			if members[i].Device == "" {
 				members[i].Device = c.Device
 			}
-			v.condition(&members[i], index(join(path, key), i), false)
+			v.condition(&members[i], index(join(path, key), i))
 		}
 		return
 	}
@@ -667,7 +658,6 @@ func (v *validator) condition(c *Condition, path string, top bool) {
 	if err := c.Matcher.checkShape(); err != "" {
 		v.errf(path, "%s", err)
 	}
-	_ = top
 }
 
 // checkShape reports matchers that can never be meant.
@@ -746,7 +736,7 @@ func (v *validator) invariant(inv *Invariant, path string) {
 		if inv.Condition.Device == "" {
 			inv.Condition.Device = inv.Device
 		}
-		v.condition(inv.Condition, join(path, "condition"), false)
+		v.condition(inv.Condition, join(path, "condition"))
 	}
 	if len(set) != 1 {
 		v.errf(path, "want exactly one of nothing_deleted, no_sms_sent, cards_only and condition")

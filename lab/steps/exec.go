@@ -306,7 +306,8 @@ func (a *attempt) ask(ctx context.Context, t *Target, st *scenario.Step, look sc
 	out, err := a.appRun(ctx, t, st.Ask.App, timeout, "ask_agent", string(b))
 	var ae *appError
 	if errors.As(err, &ae) {
-		if _, isJSON := ae.out.(map[string]any); isJSON && ae.out.(map[string]any)["exitCode"] == nil {
+		if m, ok := ae.out.(map[string]any); ok && m["exitCode"] == nil {
+			// The app printed its report: that is the outcome.
 			return ae.out, nil
 		}
 	}
