@@ -41,6 +41,11 @@
 // (another app's, for the isolation checks). scope absent means no
 // toolScope, [] means no tools. pad fills text with "x" up to that many
 // characters (a 16,001-character prompt does not fit an argument).
+//
+// In raw and dial lines, ${r:<as>.<path>} inserts a value of an earlier
+// result (the session id a raw session/new answered); pairing codes and
+// tokens in answers are redacted from the output and referred to as
+// ${secret:<as>.code|token} (or ${wrong:…}, a same-shaped wrong value).
 package acptestclient
 
 import (

@@ -173,7 +173,10 @@ func TestRawChannel(t *testing.T) {
 		`{"op":"raw","as":"init","send":{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientInfo":{"name":"org.agentos.sample.notes","version":"0"}}}},`+
 		`{"op":"raw","as":"unknown","send":{"jsonrpc":"2.0","id":2,"method":"_org.agentos/consent/respond","params":{"requestId":"req_x","choice":"ALLOW_ONCE"}}},`+
 		`{"op":"raw","as":"reply","send":{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}},"readMs":300},`+
-		`{"op":"raw","as":"notjson","line":"this is not json","readMs":1000},{"op":"raw_close"}]`)
+		`{"op":"raw","as":"notjson","line":"this is not json","readMs":1000},`+
+		`{"op":"raw","as":"rnew","send":{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}},`+
+		`{"op":"raw","as":"rp","send":{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"${r:rnew.response.result.sessionId}","prompt":[{"type":"text","text":"raw hi"}]}},"readMs":10000},`+
+		`{"op":"raw","as":"badref","line":"${r:rnew.response.result.nothing}"},{"op":"raw_close"}]`)
 	checks := []struct {
 		path string
 		want any
@@ -185,6 +188,8 @@ func TestRawChannel(t *testing.T) {
 		{"r.reply.response", nil},
 		{"r.reply.closed", false},
 		{"r.notjson.other.0.error.code", float64(-32700)},
+		{"r.rp.response.result.stopReason", "end_turn"},
+		{"r.badref.error.code", "PLAN"},
 	}
 	for _, c := range checks {
 		if got := get(out, c.path); got != c.want {

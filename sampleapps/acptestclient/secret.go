@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -13,7 +14,9 @@ import (
 // send or line refers to it as ${secret:<as>.<key>}, or as
 // ${wrong:<as>.<key>} for a value of the same shape that is certainly
 // not it (each digit of a code moved by one; a token's first character
-// changed).
+// changed). ${r:<as>.<path>} inserts a value of an earlier result (a
+// dotted path: keys and indexes), such as the session id a raw
+// session/new answered.
 
 // secretKeys are the fields redacted in answers.
 var secretKeys = map[string]bool{"code": true, "token": true}
@@ -22,6 +25,7 @@ var (
 	tokenShape = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
 	codeShape  = regexp.MustCompile(`^[0-9]{4,9}$`)
 	secretRef  = regexp.MustCompile(`\$\{(secret|wrong):([A-Za-z][A-Za-z0-9_-]{0,63}\.(?:code|token))\}`)
+	resultRef  = regexp.MustCompile(`\$\{r:([A-Za-z][A-Za-z0-9_-]{0,63})((?:\.[A-Za-z0-9_-]+)*)\}`)
 )
 
 // reveal parses an answer line, keeps its secrets under the op's name and
@@ -88,7 +92,62 @@ func (r *runner) substitute(text []byte) ([]byte, error) {
 	if missing != "" {
 		return nil, planErrorf("no secret %q: an earlier answer must carry it", missing)
 	}
+	out = resultRef.ReplaceAllFunc(out, func(m []byte) []byte {
+		sub := resultRef.FindSubmatch(m)
+		v, ok := r.resultValue(string(sub[1]), strings.TrimPrefix(string(sub[2]), "."))
+		if !ok {
+			missing = string(m)
+			return m
+		}
+		b, _ := json.Marshal(v)
+		if s, isStr := v.(string); isStr {
+			b, _ = json.Marshal(s)
+			return b[1 : len(b)-1]
+		}
+		return b
+	})
+	if missing != "" {
+		return nil, planErrorf("%s selects nothing in the results so far", missing)
+	}
 	return out, nil
+}
+
+// resultValue reads a dotted path from the result named as.
+func (r *runner) resultValue(as, path string) (any, bool) {
+	r.mu.Lock()
+	res, ok := r.results[as]
+	r.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, false
+	}
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return nil, false
+	}
+	if path == "" {
+		return v, true
+	}
+	for _, k := range strings.Split(path, ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			if v, ok = x[k]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(k)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, v != nil
 }
 
 // wrongOf is a value of the same shape as s that is not s.
