@@ -445,3 +445,87 @@ func TestAlwaysAllowNotSaved(t *testing.T) {
 		t.Fatalf("recent %+v", n)
 	}
 }
+
+// fakeSessions is a caller-supplied server with one tool per session.
+type fakeSessions struct {
+	mu     sync.Mutex
+	calls  int
+	forgot []string
+}
+
+func (f *fakeSessions) Tools(ctx context.Context, id string) []catalog.Entry { return f.Known(id) }
+
+func (f *fakeSessions) Known(id string) []catalog.Entry {
+	if id != "ses_mcp" {
+		return nil
+	}
+	yes := true
+	return []catalog.Entry{{Kind: catalog.KindSession, Session: catalog.SessionToolID{Server: "docs", Tool: "search"},
+		InputSchema: json.RawMessage(`{"type":"object"}`), Risk: catalog.SessionRisk(catalog.Annotations{ReadOnlyHint: &yes}), Enabled: true}}
+}
+
+func (f *fakeSessions) Call(_ context.Context, id string, t catalog.SessionToolID, name string, _ json.RawMessage, _ time.Duration) engine.ToolResult {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	return engine.ToolResult{Text: "found by " + t.Server + "/" + t.Tool + " as " + name, Outcome: engine.OutcomeCompleted}
+}
+
+func (f *fakeSessions) Forget(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.forgot = append(f.forgot, id)
+}
+
+// A session's own MCP tools: offered beside the plugin tools in default
+// mode only, always asked (never "always allow"), routed to the session's
+// server, forgotten with the session.
+func TestSessionServerTools(t *testing.T) {
+	fs := &fakeSessions{}
+	_, b := setup(t, exttest.Options{Sessions: fs})
+	ctx := context.Background()
+	s := session("ses_mcp")
+	tools, _, _ := b.ForSession(ctx, s)
+	var names []string
+	for _, tl := range tools {
+		names = append(names, tl.Name)
+	}
+	if !slices.Contains(names, "ses__docs__search") || !slices.Contains(names, echo) {
+		t.Fatalf("tools %v", names)
+	}
+	ro := s
+	ro.Mode = "read_only"
+	if r, ev := call(t, b, ctx, ro, "ses__docs__search", `{}`); r.Code != string(errcode.ToolNotInCatalog) || len(ev.evs) != 0 {
+		t.Fatalf("read_only: %+v", r)
+	}
+	if r, _ := call(t, b, ctx, session("ses_other"), "ses__docs__search", `{}`); r.Code != string(errcode.ToolNotInCatalog) {
+		t.Fatalf("another session: %+v", r)
+	}
+	go func() {
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if p := b.Consent().Pending(); len(p) > 0 {
+				var got []consent.Choice
+				for _, o := range p[0].Options {
+					got = append(got, o.Choice)
+				}
+				if !slices.Equal(got, []consent.Choice{consent.AllowOnce, consent.AllowForSession, consent.Deny}) ||
+					p[0].SourceLine != "来自调用方提供的服务器「docs」" {
+					t.Errorf("session tool card: %v %q", got, p[0].SourceLine)
+				}
+				b.Consent().Respond(p[0].RequestID, consent.AllowOnce)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Error("no card")
+	}()
+	r, ev := call(t, b, ctx, s, "ses__docs__search", `{}`)
+	if r.Text != "found by docs/search as ses__docs__search" || !slices.Equal(ev.types(), []string{"consent.requested", "consent.resolved", "tool.dispatched"}) {
+		t.Fatalf("session call: %+v %v", r, ev.evs)
+	}
+	b.ForgetSession("ses_mcp")
+	if !slices.Contains(fs.forgot, "ses_mcp") {
+		t.Fatal("session servers not forgotten")
+	}
+}
