@@ -21,6 +21,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/ext/skills"
 	"github.com/agentoslab/agentlab/runtime/sdk/plugin"
 	"github.com/agentoslab/agentlab/runtime/transport"
+	"github.com/agentoslab/agentlab/sampleapps/apptool"
 )
 
 var binPath string
@@ -288,5 +289,50 @@ func TestUsage(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
 			t.Errorf("mcptest %q: %v", args, err)
 		}
+	}
+}
+
+// The sample apps' SDK-free tools register with the provider SDK in one
+// call: the shapes of apptool.Tool, Annotations and Result fit
+// plugin.AddAppTools, and apptool.Run keeps the apps' error conventions.
+func TestAppToolAdapter(t *testing.T) {
+	t.Parallel()
+	yes := true
+	tools := []apptool.Tool{
+		{Name: "memo_get", Description: "Get a memo.", InputSchema: json.RawMessage(`{"type":"object"}`),
+			Annotations: apptool.Annotations{Title: "Get memo", ReadOnlyHint: &yes},
+			Handler: func(context.Context, json.RawMessage) (any, error) { return nil, apptool.Errorf("No memo with id %d", 7) }},
+		{Name: "memo_boom", Description: "A bug.", InputSchema: json.RawMessage(`{"type":"object"}`),
+			Handler: func(context.Context, json.RawMessage) (any, error) { return nil, errors.New("internal detail") }},
+	}
+	srv := plugin.NewServer(plugin.Info{Name: "memo"}, nil)
+	if err := plugin.AddAppTools(srv, tools, apptool.Run); err != nil {
+		t.Fatal(err)
+	}
+	name := t.TempDir() + "/memo.sock"
+	ln, err := transport.Listen(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); srv.ServeListener(ctx, ln) }()
+	defer func() { cancel(); <-done }()
+	c, err := plugin.Dial(ctx, name, os.Getuid(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, err := c.CallTool(ctx, "memo_get", nil)
+	if err != nil || !r.IsError || r.Text != "No memo with id 7" {
+		t.Fatalf("user error: %+v %v", r, err)
+	}
+	r, err = c.CallTool(ctx, "memo_boom", nil)
+	if err != nil || !r.IsError || strings.Contains(r.Text, "internal detail") {
+		t.Fatalf("bug: %+v %v", r, err)
+	}
+	list, _ := c.ListTools(ctx)
+	if len(list) != 2 || list[0].Title == "" && list[1].Title == "" {
+		t.Fatalf("list %+v", list)
 	}
 }
