@@ -301,7 +301,9 @@ func TestAppToolAdapter(t *testing.T) {
 	tools := []apptool.Tool{
 		{Name: "memo_get", Description: "Get a memo.", InputSchema: json.RawMessage(`{"type":"object"}`),
 			Annotations: apptool.Annotations{Title: "Get memo", ReadOnlyHint: &yes},
-			Handler: func(context.Context, json.RawMessage) (any, error) { return nil, apptool.Errorf("No memo with id %d", 7) }},
+			Handler: func(context.Context, json.RawMessage) (any, error) {
+				return nil, apptool.Errorf("No memo with id %d", 7)
+			}},
 		{Name: "memo_boom", Description: "A bug.", InputSchema: json.RawMessage(`{"type":"object"}`),
 			Handler: func(context.Context, json.RawMessage) (any, error) { return nil, errors.New("internal detail") }},
 	}
