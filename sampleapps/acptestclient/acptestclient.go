@@ -43,7 +43,8 @@
 // characters (a 16,001-character prompt does not fit an argument).
 //
 // In raw and dial lines, ${r:<as>.<path>} inserts a value of an earlier
-// result (the session id a raw session/new answered); pairing codes and
+// result (the session id a raw session/new answered), ${pad:N} N times
+// "x"; pairing codes and
 // tokens in answers are redacted from the output and referred to as
 // ${secret:<as>.code|token} (or ${wrong:…}, a same-shaped wrong value).
 package acptestclient

@@ -176,6 +176,7 @@ func TestRawChannel(t *testing.T) {
 		`{"op":"raw","as":"notjson","line":"this is not json","readMs":1000},`+
 		`{"op":"raw","as":"rnew","send":{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}},`+
 		`{"op":"raw","as":"rp","send":{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"${r:rnew.response.result.sessionId}","prompt":[{"type":"text","text":"raw hi"}]}},"readMs":10000},`+
+		`{"op":"raw","as":"rbig","send":{"jsonrpc":"2.0","id":5,"method":"session/prompt","params":{"sessionId":"${r:rnew.response.result.sessionId}","prompt":[{"type":"text","text":"${pad:16001}"}]}}},`+
 		`{"op":"raw","as":"badref","line":"${r:rnew.response.result.nothing}"},{"op":"raw_close"}]`)
 	checks := []struct {
 		path string
@@ -190,6 +191,8 @@ func TestRawChannel(t *testing.T) {
 		{"r.notjson.other.0.error.code", float64(-32700)},
 		{"r.rp.response.result.stopReason", "end_turn"},
 		{"r.badref.error.code", "PLAN"},
+		{"r.rbig.response.error.data.details.reason", "too_large"},
+		{"r.rbig.response.error.data.details.limit", float64(16000)},
 	}
 	for _, c := range checks {
 		if got := get(out, c.path); got != c.want {

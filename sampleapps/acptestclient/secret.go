@@ -1,6 +1,7 @@
 package acptestclient
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -16,7 +17,8 @@ import (
 // not it (each digit of a code moved by one; a token's first character
 // changed). ${r:<as>.<path>} inserts a value of an earlier result (a
 // dotted path: keys and indexes), such as the session id a raw
-// session/new answered.
+// session/new answered; ${pad:N} is N times "x" (a prompt larger than an
+// argument).
 
 // secretKeys are the fields redacted in answers.
 var secretKeys = map[string]bool{"code": true, "token": true}
@@ -25,6 +27,7 @@ var (
 	tokenShape = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
 	codeShape  = regexp.MustCompile(`^[0-9]{4,9}$`)
 	secretRef  = regexp.MustCompile(`\$\{(secret|wrong):([A-Za-z][A-Za-z0-9_-]{0,63}\.(?:code|token))\}`)
+	padRef     = regexp.MustCompile(`\$\{pad:([0-9]{1,6})\}`)
 	resultRef  = regexp.MustCompile(`\$\{r:([A-Za-z][A-Za-z0-9_-]{0,63})((?:\.[A-Za-z0-9_-]+)*)\}`)
 )
 
@@ -92,6 +95,10 @@ func (r *runner) substitute(text []byte) ([]byte, error) {
 	if missing != "" {
 		return nil, planErrorf("no secret %q: an earlier answer must carry it", missing)
 	}
+	out = padRef.ReplaceAllFunc(out, func(m []byte) []byte {
+		n, _ := strconv.Atoi(string(padRef.FindSubmatch(m)[1]))
+		return bytes.Repeat([]byte("x"), min(n, MaxPad))
+	})
 	out = resultRef.ReplaceAllFunc(out, func(m []byte) []byte {
 		sub := resultRef.FindSubmatch(m)
 		v, ok := r.resultValue(string(sub[1]), strings.TrimPrefix(string(sub[2]), "."))
