@@ -152,10 +152,10 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	b.ln, b.cancel = ln, cancel
-	b.wg.Add(2)
+	b.wg.Add(3)
 	go func() { defer b.wg.Done(); b.acceptLoop(ctx) }()
 	go func() { defer b.wg.Done(); b.superviseExt(ctx) }()
-	go func() { <-ctx.Done(); ln.Close() }()
+	go func() { defer b.wg.Done(); <-ctx.Done(); ln.Close() }()
 	return nil
 }
 
