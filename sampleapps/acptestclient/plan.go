@@ -121,7 +121,7 @@ const (
 	MaxOps        = 256
 	MaxPad        = 300_000
 	MaxTimes      = 100
-	MaxWaitMs     = 5 * 60 * 1000
+	MaxWaitMs     = 10 * 60 * 1000
 	DefaultReadMs = 3000
 	MaxLine       = 1 << 20
 )
