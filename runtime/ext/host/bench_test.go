@@ -15,7 +15,7 @@ import (
 // enabled and its tools known. Tools come in colliding pairs ("t.N" and
 // "t_N" both sanitize to t_N), so every name is renamed with a hash
 // suffix: the naming's worst case.
-func benchHost(b *testing.B, plugins int) *Host {
+func benchHost(b testing.TB, plugins int) *Host {
 	e := &env{t: nil, data: b.TempDir(), table: newTable(), files: &memFiles{}}
 	for i := range plugins {
 		name := fmt.Sprintf("bench-p%d", i)
@@ -42,7 +42,7 @@ func benchHost(b *testing.B, plugins int) *Host {
 		h.mem.Plugins[id].Known = map[string][]plugin.ToolInfo{"test": tools}
 	}
 	h.publishLocked()
-	if n := h.cat.Len(); n != plugins*10 {
+	if n := h.cat.Len(); n != min(plugins*10, MaxCatalogTools) {
 		b.Fatalf("catalog of %d tools", n)
 	}
 	if e := h.cat.All()[0]; len(e.Name) < 7 || e.Name[len(e.Name)-7] != '_' {
@@ -75,4 +75,17 @@ func cpuTime(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// One push never carries more than MaxCatalogTools tools; the rest are
+// counted, not silently lost.
+func TestCatalogBounds(t *testing.T) {
+	t.Parallel()
+	h := benchHost(t, 210)
+	if n := len(h.Catalog().Tools); n != MaxCatalogTools {
+		t.Fatalf("%d tools pushed", n)
+	}
+	if d := h.diag(); d.Stats["catalogDropped"] != 2100-MaxCatalogTools {
+		t.Fatalf("dropped %d", d.Stats["catalogDropped"])
+	}
 }

@@ -491,6 +491,13 @@ type knownTool struct {
 	MayAlwaysAllow bool             `json:"mayAlwaysAllow"`
 }
 
+// Catalog bounds: what one push to serve may carry. Tools past them (in
+// plugin id order) are left out and counted in the diagnostics.
+const (
+	MaxCatalogTools = 2048
+	MaxCatalogBytes = 8 << 20 // schemas and descriptions
+)
+
 // entriesLocked lists the catalog entries: every known tool of every
 // usable server of ready plugins enabled at the plugin level, including
 // tools switched off at the server or tool level (Enabled false, so their
@@ -498,6 +505,8 @@ type knownTool struct {
 func (h *Host) entriesLocked() ([]catalog.Entry, []skills.Skill) {
 	var entries []catalog.Entry
 	var sk []skills.Skill
+	size, dropped := 0, 0
+	defer func() { h.stats["catalogDropped"] = dropped }()
 	ids := make([]string, 0, len(h.plugins))
 	for id := range h.plugins {
 		ids = append(ids, id)
@@ -515,6 +524,12 @@ func (h *Host) entriesLocked() ([]catalog.Entry, []skills.Skill) {
 		}
 		for _, d := range p.usableServers() {
 			for _, t := range m.Known[d.Name] {
+				cost := len(t.InputSchema) + len(t.Description) + len(t.Title)
+				if len(entries) == MaxCatalogTools || size+cost > MaxCatalogBytes {
+					dropped++
+					continue
+				}
+				size += cost
 				src := catalog.ToolID{Plugin: p.Name, Server: d.Name, Tool: t.Name}
 				risk := catalog.EffectiveRisk(nil, catalog.Annotations{DestructiveHint: t.DestructiveHint, ReadOnlyHint: t.ReadOnlyHint})
 				res := h.pol.policy.Resolve(src)
