@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/runtime/errcode"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
 
@@ -278,6 +279,9 @@ func (s *Server) classOf(uid int) Perm {
 	}
 	if uid == s.runtimeUID {
 		p |= Runtime
+	}
+	if p == 0 && faultinject.Enabled && faultinject.Active(faultinject.AppAnswersConsent) {
+		p = Shell // injected fault: any uid is the owner
 	}
 	return p
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentoslab/agentlab/runtime/consent"
 	"github.com/agentoslab/agentlab/runtime/errcode"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 )
 
 // State of an app's authorization.
@@ -579,6 +580,9 @@ func (r *Registry) revoke(ctx context.Context, pkg string, at time.Time, chs []*
 	r.mu.Lock()
 	canceller := r.canceller
 	r.mu.Unlock()
+	if faultinject.Enabled && faultinject.Active(faultinject.RevokeKeepsTasks) {
+		canceller = nil // injected fault: revocation leaves the tasks running
+	}
 	if canceller != nil {
 		var wg sync.WaitGroup
 		var mu sync.Mutex

@@ -13,6 +13,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/ext/internal/wire"
 	"github.com/agentoslab/agentlab/runtime/ext/skills"
 	"github.com/agentoslab/agentlab/runtime/ids"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 	"github.com/agentoslab/agentlab/runtime/model"
 )
 
@@ -50,7 +51,11 @@ type ConsentResolvedBody struct {
 
 // view is the catalog.View of a session.
 func view(s engine.SessionView) catalog.View {
-	return catalog.View{Scope: catalog.ScopeOf(s.Scope), Mode: catalog.Mode(s.Mode)}
+	v := catalog.View{Scope: catalog.ScopeOf(s.Scope), Mode: catalog.Mode(s.Mode)}
+	if faultinject.Enabled && faultinject.Active(faultinject.ScopeWiden) {
+		v.Scope = nil // injected fault: the toolScope no longer narrows
+	}
+	return v
 }
 
 // sessionTools is the catalog of a session's own MCP servers (ses__
