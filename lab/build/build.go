@@ -45,6 +45,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -99,6 +100,11 @@ type Options struct {
 	// VersionVar is the variable -X stamps the version into; default
 	// DefaultVersionVar.
 	VersionVar string
+	// Tags are Go build tags for every binary (go build -tags), such as
+	// agentos_faultinject for a runtime that breaks rules on purpose
+	// (runtime/internal/faultinject); default none. They are part of every
+	// cache key.
+	Tags []string
 	// Go is the go command; default "go" from PATH.
 	Go string
 	// Progress receives one line per step, for people; nil discards.
@@ -119,6 +125,8 @@ type Artifacts struct {
 	ModuleVersionCode int64 `json:"moduleVersionCode"`
 	// Bundles are the app bundles, sorted by app name.
 	Bundles []Bundle `json:"bundles"`
+	// Tags are the build tags the binaries were built with.
+	Tags []string `json:"tags,omitempty"`
 	// SigningDigest identifies the lab's signing key (SHA-256 of the
 	// public key); the key itself is never part of Artifacts.
 	SigningDigest string `json:"signingDigest"`
@@ -196,6 +204,11 @@ func (o *Options) normalize() error {
 	}
 	if o.Version == "" {
 		o.Version = "dev"
+	}
+	for _, t := range o.Tags {
+		if !tagRE.MatchString(t) {
+			return fmt.Errorf("build: build tag %q: want letters, digits, _ and .", t)
+		}
 	}
 	if o.SigningKey == "" {
 		return errors.New("build: no signing key path")
@@ -293,6 +306,17 @@ func (b *builder) progress(format string, args ...any) {
 	fmt.Fprintf(b.o.Progress, "build: "+format+"\n", args...)
 }
 
+// tagRE is a Go build tag.
+var tagRE = regexp.MustCompile(`^[A-Za-z0-9_.]{1,64}$`)
+
+// tagsArg is the -tags flag for the build's tags, or nothing.
+func (b *builder) tagsArg() []string {
+	if len(b.o.Tags) == 0 {
+		return nil
+	}
+	return []string{"-tags=" + strings.Join(b.o.Tags, ",")}
+}
+
 // Build builds every artifact for opts.ABIs; see the package doc.
 func Build(ctx context.Context, opts *Options) (*Artifacts, error) {
 	var o Options
@@ -323,7 +347,7 @@ func Build(ctx context.Context, opts *Options) (*Artifacts, error) {
 		return nil, err
 	}
 	b := &builder{o: &o, key: key, started: time.Now(), arts: &Artifacts{
-		Version: o.Version, ABIs: slices.Clone(o.ABIs), Agentosd: map[string]string{}, Modules: map[string]string{},
+		Version: o.Version, ABIs: slices.Clone(o.ABIs), Tags: slices.Clone(o.Tags), Agentosd: map[string]string{}, Modules: map[string]string{},
 		SigningDigest: apps.SigningDigest(key.Public().(ed25519.PublicKey)),
 	}}
 	goVersion, err := b.goVersion(ctx)
@@ -383,7 +407,7 @@ func (b *builder) binaries(ctx context.Context, abi, goVersion string, targets [
 	for i, t := range targets {
 		pkgs[i] = t.pkg
 	}
-	listed, err := goList(ctx, b.o.Go, b.o.Root, goarch, pkgs)
+	listed, err := goList(ctx, b.o.Go, b.o.Root, goarch, b.tagsArg(), pkgs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -396,6 +420,9 @@ func (b *builder) binaries(ctx context.Context, abi, goVersion string, targets [
 	var missing []target
 	for _, t := range targets {
 		settings := []string{goVersion, "GOOS=linux", "GOARCH=" + goarch, "CGO_ENABLED=0", "-trimpath", "ldflags=" + b.ldflags(t)}
+		if len(b.o.Tags) > 0 {
+			settings = append(settings, "tags="+strings.Join(b.o.Tags, ","))
+		}
 		k, err := binaryKey(&b.h, listed, importOf[t.pkg], settings)
 		if err != nil {
 			return nil, nil, fmt.Errorf("build %s for %s: %w", t.name, abi, err)
@@ -435,7 +462,8 @@ func (b *builder) binaries(ctx context.Context, abi, goVersion string, targets [
 
 // importPaths maps relative package patterns to import paths.
 func (b *builder) importPaths(ctx context.Context, goarch string, pkgs []string) (map[string]string, error) {
-	cmd := goCommand(ctx, b.o.Go, b.o.Root, goarch, append([]string{"list", "-f", "{{.ImportPath}}"}, pkgs...)...)
+	args := append(append([]string{"list"}, b.tagsArg()...), "-f", "{{.ImportPath}}")
+	cmd := goCommand(ctx, b.o.Go, b.o.Root, goarch, append(args, pkgs...)...)
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("go list: %w", err)
@@ -464,7 +492,7 @@ func (b *builder) compile(ctx context.Context, goarch string, targets []target, 
 		groups[b.ldflags(t)] = append(groups[b.ldflags(t)], t)
 	}
 	for flags, ts := range groups {
-		args := []string{"build", "-trimpath", "-ldflags", flags, "-o", tmp + string(filepath.Separator)}
+		args := append(append([]string{"build"}, b.tagsArg()...), "-trimpath", "-ldflags", flags, "-o", tmp+string(filepath.Separator))
 		for _, t := range ts {
 			args = append(args, t.pkg)
 		}

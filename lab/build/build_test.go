@@ -259,3 +259,54 @@ func TestSampleAppFacts(t *testing.T) {
 		}
 	}
 }
+
+// Build tags reach every binary and the cache keys: a tagged build is its
+// own artifact, and the untagged one stays cached.
+func TestBuildTags(t *testing.T) {
+	t.Parallel()
+	root := fakeTree(t)
+	tagged := "//go:build labtag\n\npackage main\n\nfunc init() { version += \"+tagged\" }\n"
+	if err := os.WriteFile(filepath.Join(root, "runtime/cmd/agentosd/tagged.go"), []byte(tagged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := opts(t, root)
+	ctx := context.Background()
+	plain, err := Build(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	abi := HostABI()
+	run := func(a *Artifacts) string {
+		out, err := exec.Command(a.Agentosd[abi]).CombinedOutput()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got := run(plain); got != "1.2.3" || len(plain.Tags) != 0 {
+		t.Fatalf("untagged agentosd prints %q (tags %v)", got, plain.Tags)
+	}
+	o.Tags = []string{"labtag"}
+	withTag, err := Build(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := run(withTag); got != "1.2.3+tagged" || !slices.Equal(withTag.Tags, []string{"labtag"}) {
+		t.Errorf("tagged agentosd prints %q (tags %v)", got, withTag.Tags)
+	}
+	if withTag.Compiled != 3 {
+		t.Errorf("tagged build compiled %d binaries, want all 3 (the tag is in every key)", withTag.Compiled)
+	}
+	o.Tags = nil
+	again, err := Build(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Compiled != 0 || run(again) != "1.2.3" {
+		t.Errorf("untagged again: compiled %d, prints %q", again.Compiled, run(again))
+	}
+	o.Tags = []string{"bad tag"}
+	if _, err := Build(ctx, o); err == nil || !strings.Contains(err.Error(), "build tag") {
+		t.Errorf("a malformed tag: %v", err)
+	}
+}

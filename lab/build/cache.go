@@ -63,9 +63,11 @@ func goEnv(goarch string) []string {
 	return append(env, "GOOS=linux", "GOARCH="+goarch, "CGO_ENABLED=0", "GOFLAGS=-mod=readonly")
 }
 
-// goList lists pkgs and everything they import, for goarch.
-func goList(ctx context.Context, goCmd, root, goarch string, pkgs []string) (map[string]*listedPackage, error) {
-	args := append([]string{"list", "-deps", "-json=ImportPath,Dir,Standard,GoFiles,CgoFiles,SFiles,SysoFiles,EmbedFiles,Deps,Module,Error"}, pkgs...)
+// goList lists pkgs and everything they import, for goarch, with the
+// given flags (build tags).
+func goList(ctx context.Context, goCmd, root, goarch string, flags, pkgs []string) (map[string]*listedPackage, error) {
+	args := append(append([]string{"list"}, flags...), "-deps", "-json=ImportPath,Dir,Standard,GoFiles,CgoFiles,SFiles,SysoFiles,EmbedFiles,Deps,Module,Error")
+	args = append(args, pkgs...)
 	cmd := goCommand(ctx, goCmd, root, goarch, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

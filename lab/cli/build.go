@@ -36,6 +36,7 @@ func (a *app) buildOptions(cfg *config.Config, f *buildFlags, outDir string) *bu
 	if len(o.ABIs) == 0 {
 		o.ABIs = cfg.Build.ABIs
 	}
+	o.Tags = cfg.Build.Tags
 	if len(o.Apps) == 0 {
 		o.Apps = cfg.Provision.Apps
 	}

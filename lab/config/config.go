@@ -348,6 +348,10 @@ type Build struct {
 	// ABIs to build; empty means the ABIs of the leased devices (the
 	// host's ABI when the lab builds before leasing).
 	ABIs []string `yaml:"abis" json:"abis,omitempty"`
+	// Tags are Go build tags for the runtime and the apps, such as
+	// agentos_faultinject (a runtime that breaks rules on purpose, for
+	// the lab's own fault-injection test); empty builds the product.
+	Tags []string `yaml:"tags" json:"tags,omitempty"`
 }
 
 // Provision configures provisioning.

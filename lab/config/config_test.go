@@ -194,6 +194,7 @@ func TestBadFields(t *testing.T) {
 		{"scenarios empty", "scenarios: [\"\"]\n", `lab.yaml:1: scenarios[0]: cannot be empty`},
 		{"scenarios scalar", "scenarios: all\n", `lab.yaml:1: scenarios: want a list, got "all"`},
 		{"build abi", "build:\n  abis: [armeabi]\n", `lab.yaml:2: build.abis[0]: must be one of x86_64, arm64-v8a`},
+		{"build tag", "build:\n  tags: [\"a b\"]\n", `lab.yaml:2: build.tags[0]: want a Go build tag (letters, digits, _ and .), got "a b"`},
 		{"provision app", "provision:\n  apps: [\"no tes\"]\n", `lab.yaml:2: provision.apps[0]: bad app name`},
 		{"provision plugin", "provision:\n  plugins: [\"$$x\"]\n", `lab.yaml:2: provision.plugins[0]: bad plugin name "$x"`},
 		{"text wanted", "output:\n  dir: x\n", `lab.yaml:2: output: want text, got a mapping`},

@@ -94,6 +94,8 @@ var (
 	avdName  = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 	tagName  = regexp.MustCompile(`^[A-Za-z0-9_.:/-]{1,64}$`)
 	nameWord = regexp.MustCompile(`^[A-Za-z0-9._-]{1,96}$`)
+	// buildTagRE is a Go build tag.
+	buildTagRE = regexp.MustCompile(`^[A-Za-z0-9_.]{1,64}$`)
 )
 
 func oneOf(v string, set []string) bool {
@@ -286,6 +288,11 @@ func (c *Config) validate(p *parser) {
 	for i, s := range c.Scenarios {
 		if strings.TrimSpace(s) == "" {
 			bad(fmt.Sprintf("scenarios[%d]", i), "cannot be empty")
+		}
+	}
+	for i, tag := range c.Build.Tags {
+		if !buildTagRE.MatchString(tag) {
+			bad(fmt.Sprintf("build.tags[%d]", i), "want a Go build tag (letters, digits, _ and .), got %q", tag)
 		}
 	}
 	for i, a := range c.Build.ABIs {
