@@ -17,7 +17,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
@@ -66,36 +65,20 @@ func New(cfg model.Config, opts *Options) (*Provider, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if cfg.Key == "" {
-		return nil, errcode.New(errcode.ModelNotConfigured, "no model key is configured")
-	}
-	if cfg.Model == "" {
-		return nil, errcode.New(errcode.ModelNotConfigured, "no model is configured")
-	}
-	base := cfg.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	logger := o.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	client := &httpfail.Client{
-		HTTP:        httpfail.NewHTTPClient(cfg.Timeout, o.TLSConfig),
-		Policy:      o.Retry,
-		IdleTimeout: o.IdleTimeout,
-		Logger:      logger,
-		Provider:    "anthropic",
+	st, err := httpfail.NewSetup("anthropic", DefaultBaseURL, cfg, httpfail.SetupOptions{
+		Logger: o.Logger, Retry: o.Retry, IdleTimeout: o.IdleTimeout, TLSConfig: o.TLSConfig})
+	if err != nil {
+		return nil, err
 	}
 	// The service is built without anthropic.NewClient on purpose: that
 	// would walk the SDK's credential chain (environment, profiles).
 	svc := sdk.NewMessageService(
-		option.WithBaseURL(strings.TrimRight(base, "/")+"/"),
-		option.WithAPIKey(cfg.Key),
-		option.WithHTTPClient(client),
+		option.WithBaseURL(st.BaseURL),
+		option.WithAPIKey(st.Key),
+		option.WithHTTPClient(st.Client),
 		option.WithMaxRetries(0),
 	)
-	return &Provider{svc: svc, model: cfg.Model, logger: logger}, nil
+	return &Provider{svc: svc, model: st.Model, logger: st.Logger}, nil
 }
 
 // Stream sends req and returns once the response headers have arrived.
@@ -109,14 +92,7 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request) (model.Stream
 	var raw *http.Response
 	sse := p.svc.NewStreaming(ctx, params, option.WithResponseInto(&raw))
 	if err := sse.Err(); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		var e *errcode.Error
-		if errors.As(err, &e) {
-			return nil, e
-		}
-		return nil, errcode.Wrap(errcode.ModelProtocol, "the model request could not be sent", err)
+		return nil, httpfail.SendError(ctx, err)
 	}
 	return newStream(ctx, sse, raw, p.logger), nil
 }

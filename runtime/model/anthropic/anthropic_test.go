@@ -5,23 +5,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/agentoslab/agentlab/internal/golden"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/model"
 	"github.com/agentoslab/agentlab/runtime/model/internal/modeltest"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata golden files")
 
 func open(t testing.TB, baseURL string, logger *slog.Logger) model.Provider {
 	t.Helper()
@@ -189,7 +186,7 @@ func TestRequest(t *testing.T) {
 	if err := json.Indent(&pretty, s.body, "", "  "); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "request.golden.json", pretty.Bytes())
+	golden.Check(t, filepath.Join("testdata", "request.golden.json"), pretty.Bytes())
 	if s.path != "/v1/messages" {
 		t.Errorf("path = %q", s.path)
 	}
@@ -284,55 +281,20 @@ func TestCredentialChainIgnored(t *testing.T) {
 
 func TestNewNeedsKeyAndModel(t *testing.T) {
 	t.Parallel()
-	for _, cfg := range []model.Config{{Model: "m"}, {Key: "k"}} {
+	modeltest.RunNeedsKeyAndModel(t, func(cfg model.Config) error {
 		_, err := New(cfg, nil)
-		modeltest.Check(t, err, errcode.ModelNotConfigured, nil)
-	}
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(bytes.TrimSpace(got), bytes.TrimSpace(want)) {
-		t.Errorf("%s differs:\n got %s\nwant %s", name, got, want)
-	}
+		return err
+	})
 }
 
 // TestConnectionReuse: reading on to the end of the response after
 // message_stop lets consecutive calls share one connection.
 func TestConnectionReuse(t *testing.T) {
 	t.Parallel()
-	srv := modeltest.HTTP(t, false, okHandler)
-	p := open(t, srv.URL, nil)
-	for range 3 {
-		if _, err := modeltest.Drain(context.Background(), p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n := srv.Conns.Load(); n != 1 {
-		t.Errorf("3 calls used %d connections, want 1", n)
-	}
+	modeltest.RunConnectionReuse(t, openWith, okHandler)
 }
 
 func TestProviderNeverPrintsKey(t *testing.T) {
 	t.Parallel()
-	p := open(t, "http://127.0.0.1:1", nil)
-	for _, s := range []string{fmt.Sprint(p), fmt.Sprintf("%+v", p), fmt.Sprintf("%#v", p)} {
-		if strings.Contains(s, modeltest.Key) {
-			t.Errorf("key printed: %s", s)
-		}
-	}
+	modeltest.RunKeyNeverPrinted(t, openWith)
 }

@@ -188,22 +188,12 @@ func (s *stream) endErr() error {
 	if s.ctx.Err() != nil {
 		return s.ctx.Err()
 	}
-	err := s.sse.Err()
-	var rerr *httpfail.ReadError
-	var aerr *sdk.Error
-	var e error
-	switch {
-	case err == nil:
-		e = httpfail.Interrupted()
-	case errors.As(err, &rerr):
-		e = httpfail.Map(httpfail.Failure{Err: err, AfterHeaders: true})
-	case errors.As(err, &aerr):
-		// An "error" event: the server failed part-way (overloaded_error
-		// and the like). The cause is dropped: it holds the request.
-		e = errcode.New(errcode.ModelStreamInterrupted, "the model provider reported an error inside the stream")
-	default:
-		e = httpfail.Protocol(err)
-	}
+	// An "error" event: the server failed part-way (overloaded_error and
+	// the like).
+	e := httpfail.StreamEnded(s.sse.Err(), func(err error) bool {
+		var aerr *sdk.Error
+		return errors.As(err, &aerr)
+	})
 	s.logger.Debug("model stream ended", slog.String("provider", "anthropic"), slog.String("code", string(errcode.CodeOf(e))))
 	return e
 }

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	oai "github.com/openai/openai-go/v3"
@@ -69,36 +68,20 @@ func New(cfg model.Config, opts *Options) (*Provider, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if cfg.Key == "" {
-		return nil, errcode.New(errcode.ModelNotConfigured, "no model key is configured")
-	}
-	if cfg.Model == "" {
-		return nil, errcode.New(errcode.ModelNotConfigured, "no model is configured")
-	}
-	base := cfg.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	logger := o.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	client := &httpfail.Client{
-		HTTP:        httpfail.NewHTTPClient(cfg.Timeout, o.TLSConfig),
-		Policy:      o.Retry,
-		IdleTimeout: o.IdleTimeout,
-		Logger:      logger,
-		Provider:    "openai",
+	st, err := httpfail.NewSetup("openai", DefaultBaseURL, cfg, httpfail.SetupOptions{
+		Logger: o.Logger, Retry: o.Retry, IdleTimeout: o.IdleTimeout, TLSConfig: o.TLSConfig})
+	if err != nil {
+		return nil, err
 	}
 	// The service is built without openai.NewClient on purpose: that
 	// would read OPENAI_* variables from the environment.
 	svc := oai.NewChatCompletionService(
-		option.WithBaseURL(strings.TrimRight(base, "/")+"/"),
-		option.WithAPIKey(cfg.Key),
-		option.WithHTTPClient(client),
+		option.WithBaseURL(st.BaseURL),
+		option.WithAPIKey(st.Key),
+		option.WithHTTPClient(st.Client),
 		option.WithMaxRetries(0),
 	)
-	return &Provider{svc: svc, model: cfg.Model, opts: o, logger: logger}, nil
+	return &Provider{svc: svc, model: st.Model, opts: o, logger: st.Logger}, nil
 }
 
 // Stream sends req and returns once the response headers have arrived.
@@ -112,14 +95,7 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request) (model.Stream
 	var raw *http.Response
 	sse := p.svc.NewStreaming(ctx, params, option.WithResponseInto(&raw))
 	if err := sse.Err(); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		var e *errcode.Error
-		if errors.As(err, &e) {
-			return nil, e
-		}
-		return nil, errcode.Wrap(errcode.ModelProtocol, "the model request could not be sent", err)
+		return nil, httpfail.SendError(ctx, err)
 	}
 	return newStream(ctx, sse, raw, p.logger), nil
 }

@@ -207,21 +207,10 @@ func (s *stream) endErr() error {
 	if s.ctx.Err() != nil {
 		return s.ctx.Err()
 	}
-	err := s.sse.Err()
-	var rerr *httpfail.ReadError
-	var serr *ssestream.StreamError
-	var e error
-	switch {
-	case err == nil:
-		e = httpfail.Interrupted()
-	case errors.As(err, &rerr):
-		e = httpfail.Map(httpfail.Failure{Err: err, AfterHeaders: true})
-	case errors.As(err, &serr):
-		// The server reported a failure inside the stream.
-		e = errcode.New(errcode.ModelStreamInterrupted, "the model provider reported an error inside the stream")
-	default:
-		e = httpfail.Protocol(err)
-	}
+	e := httpfail.StreamEnded(s.sse.Err(), func(err error) bool {
+		var serr *ssestream.StreamError
+		return errors.As(err, &serr)
+	})
 	s.logger.Debug("model stream ended", slog.String("provider", "openai"), slog.String("code", string(errcode.CodeOf(e))))
 	return e
 }

@@ -1,7 +1,10 @@
 // Package httpfail maps failures of model HTTP calls to the model error
 // codes of spec §3.2 and runs the retry policy of §3.5. The OpenAI and
 // Anthropic providers and the scripted provider all go through it, so one
-// failure always yields one error, whichever provider met it.
+// failure always yields one error, whichever provider met it. NewSetup,
+// SendError and StreamEnded are the parts of the two HTTP providers that
+// do not depend on their SDK: the checked configuration and client, and
+// the errors of a call that failed before or during its stream.
 //
 // Errors made here carry a neutral sentence ("provider returned 429") and
 // details {status, retryAfterSeconds} only: never a key, a header, a

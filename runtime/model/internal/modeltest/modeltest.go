@@ -604,3 +604,39 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// RunNeedsKeyAndModel checks that newProvider (the provider's New with
+// default options) refuses a configuration without a key or without a
+// model as model_not_configured.
+func RunNeedsKeyAndModel(t *testing.T, newProvider func(model.Config) error) {
+	for _, cfg := range []model.Config{{Model: "m"}, {Key: "k"}} {
+		Check(t, newProvider(cfg), errcode.ModelNotConfigured, nil)
+	}
+}
+
+// RunKeyNeverPrinted checks that the provider made by open never shows
+// its key when printed with any of fmt's verbs.
+func RunKeyNeverPrinted(t *testing.T, open Open) {
+	p := open(t, "http://127.0.0.1:1", Opts{})
+	for _, s := range []string{fmt.Sprint(p), fmt.Sprintf("%+v", p), fmt.Sprintf("%#v", p)} {
+		if strings.Contains(s, Key) {
+			t.Errorf("key printed: %s", s)
+		}
+	}
+}
+
+// RunConnectionReuse checks that three consecutive calls to a server
+// that answers with ok share one connection (no new TCP and TLS
+// handshake per model call): the provider reads each answer to its end.
+func RunConnectionReuse(t *testing.T, open Open, ok http.HandlerFunc) {
+	srv := HTTP(t, false, ok)
+	p := open(t, srv.URL, Opts{})
+	for range 3 {
+		if _, err := Drain(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := srv.Conns.Load(); n != 1 {
+		t.Errorf("3 calls used %d connections, want 1", n)
+	}
+}
