@@ -60,7 +60,7 @@ func TestPluginAssets(t *testing.T) {
 	if !strings.HasPrefix(s, "---\n") || !ok || !strings.Contains(front, "name: alarm\n") || !strings.Contains(front, "description: ") {
 		t.Fatalf("SKILL.md frontmatter: %q", front)
 	}
-	for _, tl := range newFixture(t, "UTC", "2026-10-12T06:00").app.Tools() {
+	for _, tl := range newFixture(t, "UTC", "2026-10-12T06:00").App.Tools() {
 		if !strings.Contains(body, "`"+tl.Name+"`") {
 			t.Errorf("SKILL.md does not mention %s", tl.Name)
 		}

@@ -10,7 +10,7 @@ import (
 // loads and advances every alarm and registers them in the system clock.
 func BenchmarkAlarmList(b *testing.B) {
 	f := newFixture(b, "America/New_York", "2026-03-08T01:30")
-	if err := f.app.do(context.Background(), func(s *state) error {
+	if err := f.App.do(context.Background(), func(s *state) error {
 		for i := 0; i < MaxAlarms; i++ {
 			if err := s.add(&alarm{Minute: i * 7 % 1440, Days: uint8(i % 128), Enabled: i%3 != 0, SnoozeMinutes: 10}); err != nil {
 				return err
@@ -22,7 +22,7 @@ func BenchmarkAlarmList(b *testing.B) {
 	}
 	start := time.Now()
 	for b.Loop() {
-		if r := f.call("alarm_list", `{}`); r.IsError {
+		if r := f.Call("alarm_list", `{}`); r.IsError {
 			b.Fatal(r.Text)
 		}
 	}

@@ -9,33 +9,34 @@ import (
 
 	"github.com/agentoslab/agentlab/sampleapps/alarm/internal/alarmclock"
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/internal/sampletest"
 )
 
 // Debug command output shapes with a fixed clock (Monday 2026-10-12 06:00
 // in Shanghai).
 func TestDebugGolden(t *testing.T) {
 	f := newFixture(t, "Asia/Shanghai", "2026-10-12T06:00")
-	golden(t, "dump_empty", f.debug("dump"))
-	golden(t, "seed", f.debug("seed"))
-	seedAgain := f.debug("seed").(*SeedResult)
+	sampletest.Golden(t, "dump_empty", f.Debug("dump"))
+	sampletest.Golden(t, "seed", f.Debug("seed"))
+	seedAgain := f.Debug("seed").(*SeedResult)
 	if seedAgain.Inserted != 0 || seedAgain.Total != len(seedAlarms) {
 		t.Fatalf("seed is not idempotent: %+v", seedAgain)
 	}
 	// Another clock app's alarm, earlier than ours.
-	if err := alarmclock.New(f.sys).Set("com.example.clock", []alarmclock.Entry{{ID: "x", FireAt: f.now.Add(30 * time.Minute)}}); err != nil {
+	if err := alarmclock.New(f.sys).Set("com.example.clock", []alarmclock.Entry{{ID: "x", FireAt: f.Now.Add(30 * time.Minute)}}); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "dump_seeded", f.debug("dump"))
-	golden(t, "dump_page", f.debug("dump", `{"offset":1,"limit":2}`))
-	golden(t, "ring", f.debug("ring", "1"))
-	golden(t, "tool_dismiss", f.debug("tool", "alarm_dismiss", `{}`))
-	_, err := f.app.Debug(context.Background(), "tool", []string{"alarm_get", `{"id":77}`})
+	sampletest.Golden(t, "dump_seeded", f.Debug("dump"))
+	sampletest.Golden(t, "dump_page", f.Debug("dump", `{"offset":1,"limit":2}`))
+	sampletest.Golden(t, "ring", f.Debug("ring", "1"))
+	sampletest.Golden(t, "tool_dismiss", f.Debug("tool", "alarm_dismiss", `{}`))
+	_, err := f.App.Debug(context.Background(), "tool", []string{"alarm_get", `{"id":77}`})
 	var te *apptool.ToolCallError
 	if !errors.As(err, &te) || te.Sentence != "No alarm with id 77" {
 		t.Fatalf("tool error: %v", err)
 	}
-	golden(t, "reset", f.debug("reset"))
-	golden(t, "dump_after_reset", f.debug("dump"))
+	sampletest.Golden(t, "reset", f.Debug("reset"))
+	sampletest.Golden(t, "dump_after_reset", f.Debug("dump"))
 }
 
 func TestDebugUsage(t *testing.T) {
@@ -50,13 +51,13 @@ func TestDebugUsage(t *testing.T) {
 		{"dump", []string{"{", "}"}}, {"fly", nil}, {"tool", nil},
 	}
 	for _, tt := range tests {
-		_, err := f.app.Debug(context.Background(), tt.cmd, tt.args)
+		_, err := f.App.Debug(context.Background(), tt.cmd, tt.args)
 		var ue *apptool.UsageError
 		if !errors.As(err, &ue) {
 			t.Errorf("%s %v: err = %v, want a usage error", tt.cmd, tt.args, err)
 		}
 	}
-	_, err := f.app.Debug(context.Background(), "ring", []string{"5"})
+	_, err := f.App.Debug(context.Background(), "ring", []string{"5"})
 	if s, ok := apptool.IsUserError(err); !ok || s != "No alarm with id 5" {
 		t.Fatalf("ring unknown id: %v", err)
 	}
@@ -66,24 +67,24 @@ func TestSystemNext(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "Europe/Berlin", "2026-10-12T06:00")
 	clock := alarmclock.New(f.sys)
-	f.ok("alarm_create", `{"time":"07:00"}`)
+	f.OK("alarm_create", `{"time":"07:00"}`)
 	// A foreign alarm earlier than ours is the system's next one.
-	if err := clock.Set("com.example.clock", []alarmclock.Entry{{ID: "a", FireAt: f.now.Add(20 * time.Minute)}}); err != nil {
+	if err := clock.Set("com.example.clock", []alarmclock.Entry{{ID: "a", FireAt: f.Now.Add(20 * time.Minute)}}); err != nil {
 		t.Fatal(err)
 	}
-	r := f.ok("alarm_system_next", `{}`)
+	r := f.OK("alarm_system_next", `{}`)
 	if r["owned_by_this_app"] != false || r["next_fire_at"] != "2026-10-12T06:20:00+02:00" || r["fires_in_minutes"] != 20.0 {
 		t.Fatalf("foreign first: %v", r)
 	}
 	// Once it has passed, ours is next.
-	f.now = f.now.Add(25 * time.Minute)
-	r = f.ok("alarm_system_next", `{}`)
+	f.Now = f.Now.Add(25 * time.Minute)
+	r = f.OK("alarm_system_next", `{}`)
 	if r["owned_by_this_app"] != true || r["next_fire_at"] != "2026-10-12T07:00:00+02:00" {
 		t.Fatalf("ours next: %v", r)
 	}
 	// Deleting ours unregisters it.
-	f.ok("alarm_delete", `{"id":1}`)
-	if res := f.call("alarm_system_next", `{}`); res.Text != "null" {
+	f.OK("alarm_delete", `{"id":1}`)
+	if res := f.Call("alarm_system_next", `{}`); res.Text != "null" {
 		t.Fatalf("after delete: %s", res.Text)
 	}
 	entries, _ := clock.Entries()
@@ -103,18 +104,18 @@ func FuzzTools(f *testing.F) {
 		f.Add(uint8(i), []byte(s))
 	}
 	fx := newFixture(f, "America/New_York", "2026-03-08T01:30")
-	fx.debug("seed")
-	fx.debug("ring", "1")
-	tools := fx.app.Tools()
+	fx.Debug("seed")
+	fx.Debug("ring", "1")
+	tools := fx.App.Tools()
 	f.Fuzz(func(t *testing.T, which uint8, raw []byte) {
 		tl := tools[int(which)%len(tools)]
-		before := snapshot(t, fx.app)
+		before := snapshot(t, fx.App)
 		out, err := tl.Handler(context.Background(), json.RawMessage(raw))
 		if err != nil {
 			if _, ok := apptool.IsUserError(err); !ok {
 				t.Fatalf("%s(%s): not a user error: %v", tl.Name, raw, err)
 			}
-			if after := snapshot(t, fx.app); after != before {
+			if after := snapshot(t, fx.App); after != before {
 				t.Fatalf("%s(%s) failed but changed the store", tl.Name, raw)
 			}
 			return

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/internal/sampletest"
 )
 
 func at(t *testing.T, loc *time.Location, s string) time.Time {
@@ -19,9 +20,9 @@ func at(t *testing.T, loc *time.Location, s string) time.Time {
 func TestNextFire(t *testing.T) {
 	t.Parallel()
 	utc := time.UTC
-	sh := loadLoc(t, "Asia/Shanghai")
-	ny := loadLoc(t, "America/New_York")
-	berlin := loadLoc(t, "Europe/Berlin")
+	sh := sampletest.Location(t, "Asia/Shanghai")
+	ny := sampletest.Location(t, "America/New_York")
+	berlin := sampletest.Location(t, "Europe/Berlin")
 	tests := []struct {
 		name  string
 		loc   *time.Location
@@ -120,46 +121,46 @@ func TestAdvance(t *testing.T) {
 func TestRingLifecycle(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "Asia/Shanghai", "2026-10-12T06:59")
-	f.ok("alarm_create", `{"time":"07:00","snooze_minutes":5}`)
-	f.ok("alarm_create", `{"time":"08:00","days":["mon","tue","wed","thu","fri","sat","sun"]}`)
-	if r := f.ok("alarm_get", `{"id":1}`); r["ringing"] != false {
+	f.OK("alarm_create", `{"time":"07:00","snooze_minutes":5}`)
+	f.OK("alarm_create", `{"time":"08:00","days":["mon","tue","wed","thu","fri","sat","sun"]}`)
+	if r := f.OK("alarm_get", `{"id":1}`); r["ringing"] != false {
 		t.Fatalf("ringing before time: %v", r)
 	}
-	f.now = f.now.Add(3 * time.Minute) // 07:02
-	r := f.ok("alarm_get", `{"id":1}`)
+	f.Now = f.Now.Add(3 * time.Minute) // 07:02
+	r := f.OK("alarm_get", `{"id":1}`)
 	if r["ringing"] != true || r["next_fire_at"] != nil || r["enabled"] != true {
 		t.Fatalf("at 07:02: %v", r)
 	}
-	if got := f.fail("alarm_dismiss", `{"id":2}`); got != "Alarm 2 is not ringing right now." {
+	if got := f.Fail("alarm_dismiss", `{"id":2}`); got != "Alarm 2 is not ringing right now." {
 		t.Fatalf("dismiss other: %q", got)
 	}
-	r = f.ok("alarm_snooze", `{}`)
+	r = f.OK("alarm_snooze", `{}`)
 	if r["snoozed_until"] != "2026-10-12T07:07:00+08:00" || r["ringing"] != false || r["next_fire_at"] != "2026-10-12T07:07:00+08:00" {
 		t.Fatalf("snooze: %v", r)
 	}
-	if n := f.ok("alarm_next", `{}`); n["fires_in_minutes"] != 5.0 || n["alarm"].(map[string]any)["id"] != 1.0 {
+	if n := f.OK("alarm_next", `{}`); n["fires_in_minutes"] != 5.0 || n["alarm"].(map[string]any)["id"] != 1.0 {
 		t.Fatalf("alarm_next while snoozed: %v", n)
 	}
-	f.now = f.now.Add(6 * time.Minute) // 07:08: the snooze rang at 07:07
-	if r := f.ok("alarm_get", `{"id":1}`); r["ringing"] != true || r["snoozed_until"] != nil {
+	f.Now = f.Now.Add(6 * time.Minute) // 07:08: the snooze rang at 07:07
+	if r := f.OK("alarm_get", `{"id":1}`); r["ringing"] != true || r["snoozed_until"] != nil {
 		t.Fatalf("snooze did not ring: %v", r)
 	}
-	d := f.ok("alarm_dismiss", `{}`)
+	d := f.OK("alarm_dismiss", `{}`)
 	al := d["alarm"].(map[string]any)
 	if d["dismissed"] != true || al["enabled"] != false || al["next_fire_at"] != nil || al["ringing"] != false {
 		t.Fatalf("dismiss: %v", d)
 	}
-	if got := f.fail("alarm_snooze", `{}`); got != "No alarm is ringing right now." {
+	if got := f.Fail("alarm_snooze", `{}`); got != "No alarm is ringing right now." {
 		t.Fatalf("snooze after dismiss: %q", got)
 	}
 	// The daily 08:00 alarm rings and nobody answers: after the window it
 	// is quiet and armed for tomorrow.
-	f.now = time.Date(2026, 10, 12, 0, 5, 0, 0, time.UTC) // 08:05 Shanghai
-	if r := f.ok("alarm_get", `{"id":2}`); r["ringing"] != true {
+	f.Now = time.Date(2026, 10, 12, 0, 5, 0, 0, time.UTC) // 08:05 Shanghai
+	if r := f.OK("alarm_get", `{"id":2}`); r["ringing"] != true {
 		t.Fatalf("08:05: %v", r)
 	}
-	f.now = f.now.Add(RingWindow)
-	if r := f.ok("alarm_get", `{"id":2}`); r["ringing"] != false || r["next_fire_at"] != "2026-10-13T08:00:00+08:00" || r["enabled"] != true {
+	f.Now = f.Now.Add(RingWindow)
+	if r := f.OK("alarm_get", `{"id":2}`); r["ringing"] != false || r["next_fire_at"] != "2026-10-13T08:00:00+08:00" || r["enabled"] != true {
 		t.Fatalf("after the window: %v", r)
 	}
 }
@@ -169,22 +170,22 @@ func TestRingLifecycle(t *testing.T) {
 func TestUpdateWhileRinging(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "UTC", "2026-10-12T06:00")
-	f.ok("alarm_create", `{"time":"09:00","days":["mon"]}`)
-	f.debug("ring", "1")
-	if r := f.ok("alarm_update", `{"id":1,"label":"Standup"}`); r["ringing"] != true {
+	f.OK("alarm_create", `{"time":"09:00","days":["mon"]}`)
+	f.Debug("ring", "1")
+	if r := f.OK("alarm_update", `{"id":1,"label":"Standup"}`); r["ringing"] != true {
 		t.Fatalf("label change stopped the ring: %v", r)
 	}
-	if r := f.ok("alarm_update", `{"id":1,"time":"09:30"}`); r["ringing"] != false || r["next_fire_at"] != "2026-10-12T09:30:00+00:00" {
+	if r := f.OK("alarm_update", `{"id":1,"time":"09:30"}`); r["ringing"] != false || r["next_fire_at"] != "2026-10-12T09:30:00+00:00" {
 		t.Fatalf("time change: %v", r)
 	}
-	f.debug("ring", "1")
-	if r := f.ok("alarm_set_enabled", `{"id":1,"enabled":false}`); r["ringing"] != false || r["next_fire_at"] != nil {
+	f.Debug("ring", "1")
+	if r := f.OK("alarm_set_enabled", `{"id":1,"enabled":false}`); r["ringing"] != false || r["next_fire_at"] != nil {
 		t.Fatalf("switch off: %v", r)
 	}
 	// Switching a ringing repeating alarm's ring off by dismissing keeps it on.
-	f.ok("alarm_set_enabled", `{"id":1,"enabled":true}`)
-	f.debug("ring", "1")
-	if d := f.ok("alarm_dismiss", `{"id":1}`); d["alarm"].(map[string]any)["enabled"] != true {
+	f.OK("alarm_set_enabled", `{"id":1,"enabled":true}`)
+	f.Debug("ring", "1")
+	if d := f.OK("alarm_dismiss", `{"id":1}`); d["alarm"].(map[string]any)["enabled"] != true {
 		t.Fatalf("dismiss of a repeating alarm: %v", d)
 	}
 }

@@ -28,7 +28,7 @@ func TestToolCatalog(t *testing.T) {
 		{"alarm_snooze", false, false, false},
 		{"alarm_system_next", true, false, false},
 	}
-	tools := f.app.Tools()
+	tools := f.App.Tools()
 	if len(tools) != len(want) {
 		t.Fatalf("%d tools, want %d", len(tools), len(want))
 	}
@@ -182,11 +182,11 @@ func TestToolArguments(t *testing.T) {
 			// Monday 06:00 in Shanghai; alarm 1 rings on weekdays at
 			// 07:00, alarm 2 (off) on weekends at 06:30.
 			f := newFixture(t, "Asia/Shanghai", "2026-10-12T06:00")
-			f.ok("alarm_create", `{"time":"07:00","label":"Wake up","days":["mon","tue","wed","thu","fri"]}`)
-			f.ok("alarm_create", `{"time":"06:30","days":["sat","sun"],"enabled":false}`)
+			f.OK("alarm_create", `{"time":"07:00","label":"Wake up","days":["mon","tue","wed","thu","fri"]}`)
+			f.OK("alarm_create", `{"time":"06:30","days":["sat","sun"],"enabled":false}`)
 			before := f.state()
 			if tt.want != "" {
-				if got := f.fail(tt.tool, tt.args); got != tt.want {
+				if got := f.Fail(tt.tool, tt.args); got != tt.want {
 					t.Fatalf("error = %q, want %q", got, tt.want)
 				}
 				if after := f.state(); after != before {
@@ -194,7 +194,7 @@ func TestToolArguments(t *testing.T) {
 				}
 				return
 			}
-			r := f.ok(tt.tool, tt.args)
+			r := f.OK(tt.tool, tt.args)
 			if tt.check != nil {
 				tt.check(t, r)
 			}
@@ -206,12 +206,12 @@ func TestAlarmNextNull(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "UTC", "2026-10-12T06:00")
 	for _, name := range []string{"alarm_next", "alarm_system_next"} {
-		if r := f.call(name, `{}`); r.IsError || r.Text != "null" || r.Structured != nil {
+		if r := f.Call(name, `{}`); r.IsError || r.Text != "null" || r.Structured != nil {
 			t.Fatalf("%s with no alarms = %+v", name, r)
 		}
 	}
-	f.ok("alarm_create", `{"time":"07:00","enabled":false}`)
-	if r := f.call("alarm_next", `{}`); r.Text != "null" {
+	f.OK("alarm_create", `{"time":"07:00","enabled":false}`)
+	if r := f.Call("alarm_next", `{}`); r.Text != "null" {
 		t.Fatalf("only a disabled alarm: %s", r.Text)
 	}
 }
@@ -221,7 +221,7 @@ func TestAlarmLimit(t *testing.T) {
 	f := newFixture(t, "UTC", "2026-10-12T06:00")
 	// Fill all but one slot in one transaction, then take the last one
 	// through the tool.
-	if err := f.app.do(context.Background(), func(s *state) error {
+	if err := f.App.do(context.Background(), func(s *state) error {
 		for i := 0; i < MaxAlarms-1; i++ {
 			if err := s.add(&alarm{Minute: i % 1440, SnoozeMinutes: 10}); err != nil {
 				return err
@@ -231,8 +231,8 @@ func TestAlarmLimit(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	f.ok("alarm_create", `{"time":"07:00"}`)
-	if got := f.fail("alarm_create", `{"time":"07:00"}`); !strings.Contains(got, "already 500 alarms") {
+	f.OK("alarm_create", `{"time":"07:00"}`)
+	if got := f.Fail("alarm_create", `{"time":"07:00"}`); !strings.Contains(got, "already 500 alarms") {
 		t.Fatalf("error = %q", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/internal/sampletest"
 )
 
 // Expansion-heavy calls: 500 series (daily, weekly, monthly, one-off) with
@@ -15,11 +16,11 @@ func BenchmarkCalendar(b *testing.B) {
 	const series = 500
 	f := newFixture(b, "Europe/Berlin", "2026-03-20T08:00")
 	recs := []string{"daily", "weekly", "monthly", "none"}
-	if err := f.app.do(context.Background(), func(w *world) error {
+	if err := f.App.do(context.Background(), func(w *world) error {
 		for i := 0; i < series; i++ {
-			start := f.now.Add(time.Duration(i*37) * time.Minute)
+			start := f.Now.Add(time.Duration(i*37) * time.Minute)
 			e := &event{st: local, CalendarID: 1, Title: fmt.Sprintf("e%d", i), TZ: "Europe/Berlin", Recurrence: recs[i%4],
-				Reminders: []int{10}, Start: start, End: start.Add(45 * time.Minute), CreatedAt: f.now, UpdatedAt: f.now}
+				Reminders: []int{10}, Start: start, End: start.Add(45 * time.Minute), CreatedAt: f.Now, UpdatedAt: f.Now}
 			if err := insertEvent(w.ctx, w.lq, e); err != nil {
 				return err
 			}
@@ -35,7 +36,7 @@ func BenchmarkCalendar(b *testing.B) {
 		{"event_search", `{"query":"e4"}`},
 	} {
 		b.Run(c.tool, func(b *testing.B) {
-			tl, _ := findTool(f.app.Tools(), c.tool)
+			tl, _ := sampletest.Find(f.App.Tools(), c.tool)
 			for b.Loop() {
 				if r := apptool.Run(context.Background(), tl, []byte(c.args)); r.IsError {
 					b.Fatal(r.Text)

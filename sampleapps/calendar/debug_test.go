@@ -7,25 +7,26 @@ import (
 	"testing"
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/internal/sampletest"
 )
 
 // Debug command output shapes with a fixed clock (Monday 2026-10-12 08:00
 // in Shanghai).
 func TestDebugGolden(t *testing.T) {
 	f := newFixture(t, "Asia/Shanghai", "2026-10-12T08:00")
-	golden(t, "dump_empty", f.debug("dump"))
-	golden(t, "seed", f.debug("seed"))
-	if again := f.debug("seed").(*SeedResult); again.Inserted != 0 || again.TotalEvents != len(seedEvents) {
+	sampletest.Golden(t, "dump_empty", f.Debug("dump"))
+	sampletest.Golden(t, "seed", f.Debug("seed"))
+	if again := f.Debug("seed").(*SeedResult); again.Inserted != 0 || again.TotalEvents != len(seedEvents) {
 		t.Fatalf("seed is not idempotent: %+v", again)
 	}
-	golden(t, "dump_seeded", f.debug("dump"))
-	golden(t, "dump_page", f.debug("dump", `{"offset":5,"limit":1}`))
-	golden(t, "agenda_seeded", f.debug("tool", "agenda_today"))
-	golden(t, "set_permission", f.debug("set", "permission", "granted"))
-	golden(t, "dump_granted", f.debug("dump"))
-	golden(t, "reset", f.debug("reset"))
-	golden(t, "clear", f.debug("clear"))
-	golden(t, "dump_after_reset", f.debug("dump"))
+	sampletest.Golden(t, "dump_seeded", f.Debug("dump"))
+	sampletest.Golden(t, "dump_page", f.Debug("dump", `{"offset":5,"limit":1}`))
+	sampletest.Golden(t, "agenda_seeded", f.Debug("tool", "agenda_today"))
+	sampletest.Golden(t, "set_permission", f.Debug("set", "permission", "granted"))
+	sampletest.Golden(t, "dump_granted", f.Debug("dump"))
+	sampletest.Golden(t, "reset", f.Debug("reset"))
+	sampletest.Golden(t, "clear", f.Debug("clear"))
+	sampletest.Golden(t, "dump_after_reset", f.Debug("dump"))
 }
 
 func TestDebugUsage(t *testing.T) {
@@ -40,11 +41,11 @@ func TestDebugUsage(t *testing.T) {
 		{"dump", []string{`{"x":1}`}}, {"tool", nil}, {"remind_test", nil},
 	} {
 		var ue *apptool.UsageError
-		if _, err := f.app.Debug(context.Background(), c.cmd, c.args); !errors.As(err, &ue) {
+		if _, err := f.App.Debug(context.Background(), c.cmd, c.args); !errors.As(err, &ue) {
 			t.Errorf("%s %v: err = %v, want a usage error", c.cmd, c.args, err)
 		}
 	}
-	_, err := f.app.Debug(context.Background(), "tool", []string{"event_get", `{"id":"sys:1"}`})
+	_, err := f.App.Debug(context.Background(), "tool", []string{"event_get", `{"id":"sys:1"}`})
 	var te *apptool.ToolCallError
 	if !errors.As(err, &te) || te.Sentence != PermissionSentence {
 		t.Fatalf("tool error: %v", err)
@@ -62,18 +63,18 @@ func FuzzTools(f *testing.F) {
 		f.Add(uint8(i), []byte(s))
 	}
 	fx := newFixture(f, "America/New_York", "2026-03-08T01:30")
-	fx.debug("seed")
-	fx.debug("set", "permission", "granted")
-	tools := fx.app.Tools()
+	fx.Debug("seed")
+	fx.Debug("set", "permission", "granted")
+	tools := fx.App.Tools()
 	f.Fuzz(func(t *testing.T, which uint8, raw []byte) {
 		tl := tools[int(which)%len(tools)]
-		before := snapshot(t, fx.app)
+		before := snapshot(t, fx.App)
 		out, err := tl.Handler(context.Background(), json.RawMessage(raw))
 		if err != nil {
 			if _, ok := apptool.IsUserError(err); !ok {
 				t.Fatalf("%s(%s): not a user error: %v", tl.Name, raw, err)
 			}
-			if after := snapshot(t, fx.app); after != before {
+			if after := snapshot(t, fx.App); after != before {
 				t.Fatalf("%s(%s) failed but changed the store", tl.Name, raw)
 			}
 			return

@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/internal/sampletest"
 )
 
 // listStarts lists the starts of the occurrences in [from, to).
 func (f *fixture) listStarts(from, to string) []string {
-	f.t.Helper()
-	return starts(f.ok("event_list", fmt.Sprintf(`{"from":%q,"to":%q,"limit":200}`, from, to)))
+	f.T.Helper()
+	return starts(f.OK("event_list", fmt.Sprintf(`{"from":%q,"to":%q,"limit":200}`, from, to)))
 }
 
 func TestRecurrenceExpansion(t *testing.T) {
@@ -57,11 +58,11 @@ func TestRecurrenceExpansion(t *testing.T) {
 // insertSystem writes an event straight into the simulated provider, as
 // another calendar app (or an account sync) would.
 func (f *fixture) insertSystem(e *event) {
-	f.t.Helper()
-	if _, err := f.app.sys.ExecContext(context.Background(), `INSERT INTO events (calendar_id, title, all_day, start_ms, end_ms, start_date, end_date, tz,
+	f.T.Helper()
+	if _, err := f.App.sys.ExecContext(context.Background(), `INSERT INTO events (calendar_id, title, all_day, start_ms, end_ms, start_date, end_date, tz,
 		recurrence, rrule, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,0,0)`,
 		e.CalendarID, e.Title, e.AllDay, nullMs(e.Start), nullMs(e.End), nullDate(e.StartDate), nullDate(e.EndDate), e.TZ, e.Recurrence, e.RRule); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 }
 
@@ -97,11 +98,11 @@ func TestCustomRules(t *testing.T) {
 			if got := fmt.Sprint(f.listStarts("2026-10-01", "2026-11-01")); got != tt.want {
 				t.Fatalf("starts = %s\nwant     %s", got, tt.want)
 			}
-			r := f.ok("event_get", `{"id":"sys:2"}`)
+			r := f.OK("event_get", `{"id":"sys:2"}`)
 			if r["recurrence"] != "custom" || r["rrule"] != tt.rule {
 				t.Fatalf("event = %v", r)
 			}
-			if got := f.fail("event_update", `{"id":"sys:2","title":"x"}`); got != fmt.Sprintf(`Event "sys:2" repeats by a custom rule (%s) that this app cannot edit; ask the user to change it in their calendar app.`, tt.rule) {
+			if got := f.Fail("event_update", `{"id":"sys:2","title":"x"}`); got != fmt.Sprintf(`Event "sys:2" repeats by a custom rule (%s) that this app cannot edit; ask the user to change it in their calendar app.`, tt.rule) {
 				t.Fatalf("update of a custom rule: %q", got)
 			}
 		})
@@ -114,7 +115,7 @@ func TestSystemStorage(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "Asia/Shanghai", "2026-10-12T08:00")
 	f.create(`{"title":"Local","start":"2026-10-13T09:00:00+08:00"}`)
-	if r := f.ok("event_list", `{"from":"2026-01-01","to":"2026-12-31"}`); r["total"] != 1.0 {
+	if r := f.OK("event_list", `{"from":"2026-01-01","to":"2026-12-31"}`); r["total"] != 1.0 {
 		t.Fatalf("denied: %v", r)
 	}
 	for _, c := range []struct{ tool, args string }{
@@ -122,12 +123,12 @@ func TestSystemStorage(t *testing.T) {
 		{"event_create", `{"title":"x","start":"2026-10-13","calendar_id":"sys:1"}`}, {"event_search", `{"query":"x","calendar_id":"sys:1"}`},
 		{"agenda_today", `{"calendar_id":"sys:2"}`}, {"calendar_update", `{"id":"sys:2","visible":true}`}, {"calendar_delete", `{"id":"sys:1"}`},
 	} {
-		if got := f.fail(c.tool, c.args); got != PermissionSentence {
+		if got := f.Fail(c.tool, c.args); got != PermissionSentence {
 			t.Errorf("%s %s: %q", c.tool, c.args, got)
 		}
 	}
 	f.grant()
-	cals := f.ok("calendar_list", `{}`)
+	cals := f.OK("calendar_list", `{}`)
 	if cals["total"] != 3.0 || cals["system_permission"] != "granted" {
 		t.Fatalf("granted calendars: %v", cals)
 	}
@@ -135,10 +136,10 @@ func TestSystemStorage(t *testing.T) {
 	if holidays["id"] != "sys:2" || holidays["writable"] != false || holidays["source"] != "google" || holidays["storage"] != "system" || holidays["account_type"] != "com.google" {
 		t.Fatalf("holidays = %v", holidays)
 	}
-	if r := f.ok("event_list", `{"from":"2026-01-01","to":"2026-12-31"}`); r["total"] != 2.0 {
+	if r := f.OK("event_list", `{"from":"2026-01-01","to":"2026-12-31"}`); r["total"] != 2.0 {
 		t.Fatalf("granted events: %v", r)
 	}
-	if r := f.ok("event_get", `{"id":"sys:1@20270101"}`); r["title"] != "New Year's Day" || r["start"] != "2027-01-01" {
+	if r := f.OK("event_get", `{"id":"sys:1@20270101"}`); r["title"] != "New Year's Day" || r["start"] != "2027-01-01" {
 		t.Fatalf("holiday occurrence: %v", r)
 	}
 	checks := []struct{ tool, args, want string }{
@@ -150,19 +151,19 @@ func TestSystemStorage(t *testing.T) {
 		{"calendar_update", `{"id":"sys:1","name":"Mine"}`, "System calendars can only be shown or hidden here; rename or recolor them in their account."},
 	}
 	for _, c := range checks {
-		if got := f.fail(c.tool, c.args); got != c.want {
+		if got := f.Fail(c.tool, c.args); got != c.want {
 			t.Errorf("%s %s: %q, want %q", c.tool, c.args, got, c.want)
 		}
 	}
-	r := f.ok("event_create", `{"title":"Phone event","start":"2026-10-13T11:00:00+08:00","calendar_id":"sys:1","reminder_minutes":[5]}`)
+	r := f.OK("event_create", `{"title":"Phone event","start":"2026-10-13T11:00:00+08:00","calendar_id":"sys:1","reminder_minutes":[5]}`)
 	if r["id"] != "sys:2" || r["calendar_id"] != "sys:1" {
 		t.Fatalf("system create: %v", r)
 	}
-	if r := f.ok("calendar_update", `{"id":"sys:2","visible":false}`); r["visible"] != false {
+	if r := f.OK("calendar_update", `{"id":"sys:2","visible":false}`); r["visible"] != false {
 		t.Fatalf("hide holidays: %v", r)
 	}
 	// Another app of the device sees the event in the shared provider.
-	other, err := Open(context.Background(), t.TempDir(), &Options{Clock: func() time.Time { return f.now }, Location: f.loc, SystemDir: f.sys})
+	other, err := Open(context.Background(), t.TempDir(), &Options{Clock: func() time.Time { return f.Now }, Location: f.Loc, SystemDir: f.sys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,15 +176,15 @@ func TestSystemStorage(t *testing.T) {
 		t.Fatalf("shared provider: %s", res.Text)
 	}
 	// Revoking hides it again.
-	f.debug("set", "permission", "denied")
-	if got := f.fail("event_get", `{"id":"sys:2"}`); got != PermissionSentence {
+	f.Debug("set", "permission", "denied")
+	if got := f.Fail("event_get", `{"id":"sys:2"}`); got != PermissionSentence {
 		t.Fatalf("after revoke: %q", got)
 	}
 }
 
 func mustTool(t *testing.T, tools []apptool.Tool, name string) apptool.Tool {
 	t.Helper()
-	tl, ok := findTool(tools, name)
+	tl, ok := sampletest.Find(tools, name)
 	if !ok {
 		t.Fatalf("no tool %s", name)
 	}
@@ -201,13 +202,13 @@ func TestFreeSlots(t *testing.T) {
 	f.create(`{"title":"c","start":"2026-03-08T11:00:00-04:00","end":"2026-03-08T11:30:00-04:00"}`)
 	f.create(`{"title":"daily","start":"2026-03-01T13:00:00-05:00","end":"2026-03-01T14:00:00-05:00","recurrence":"daily"}`)
 	f.create(`{"title":"all day","start":"2026-03-08"}`)
-	r := f.ok("free_slots", `{"date":"2026-03-08","duration_minutes":45,"day_start":"00:00","day_end":"24:00"}`)
+	r := f.OK("free_slots", `{"date":"2026-03-08","duration_minutes":45,"day_start":"00:00","day_end":"24:00"}`)
 	want := `{"busy":[["2026-03-08T00:00:00-05:00","2026-03-08T01:30:00-05:00"],["2026-03-08T09:00:00-04:00","2026-03-08T11:30:00-04:00"],["2026-03-08T13:00:00-04:00","2026-03-08T14:00:00-04:00"]],` +
 		`"slots":[["2026-03-08T01:30:00-05:00","2026-03-08T09:00:00-04:00",390],["2026-03-08T11:30:00-04:00","2026-03-08T13:00:00-04:00",90],["2026-03-08T14:00:00-04:00","2026-03-09T00:00:00-04:00",600]]}`
 	if got := spans(r); got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
-	if r := f.ok("free_slots", `{"date":"2026-03-08","duration_minutes":45,"include_all_day":true}`); r["total"] != 0.0 {
+	if r := f.OK("free_slots", `{"date":"2026-03-08","duration_minutes":45,"include_all_day":true}`); r["total"] != 0.0 {
 		t.Fatalf("include_all_day: %v", r)
 	}
 }
@@ -235,20 +236,20 @@ func TestReminderScheduling(t *testing.T) {
 	f.create(`{"title":"trip","start":"2026-10-13","reminder_minutes":[60]}`)
 	check := func(id, fire string) {
 		t.Helper()
-		d := f.debug("dump").(*Dump)
+		d := f.Debug("dump").(*Dump)
 		if len(d.RemindersScheduled) != 1 || d.RemindersScheduled[0].EventID != id || d.RemindersScheduled[0].FireAt != fire || !d.RemindersScheduled[0].Registered {
 			t.Fatalf("reminders = %+v, want %s at %s", d.RemindersScheduled, id, fire)
 		}
 	}
 	check("local:1@20261012", "2026-10-12T09:25:00+08:00")
-	f.now = f.now.Add(90 * time.Minute) // 09:30: today's stand-up reminder has fired
-	f.ok("agenda_today", `{}`)
+	f.Now = f.Now.Add(90 * time.Minute) // 09:30: today's stand-up reminder has fired
+	f.OK("agenda_today", `{}`)
 	// All-day reminders count back from 09:00 of the day; a stale
 	// registration would show registered:false.
 	check("local:2", "2026-10-13T08:00:00+08:00")
-	f.ok("event_update", `{"id":"local:2","reminder_minutes":[]}`)
+	f.OK("event_update", `{"id":"local:2","reminder_minutes":[]}`)
 	check("local:1@20261013", "2026-10-13T09:25:00+08:00")
-	r := f.debug("reset").(*ResetResult)
+	r := f.Debug("reset").(*ResetResult)
 	if r.Cleared != 2 || r.CalendarsRemaining != 1 || r.RemainingScheduled != 0 {
 		t.Fatalf("reset = %+v", r)
 	}
@@ -262,10 +263,10 @@ func TestResultCap(t *testing.T) {
 	for len(desc) < 2000 {
 		desc += `"长\`
 	}
-	if err := f.app.do(context.Background(), func(w *world) error {
+	if err := f.App.do(context.Background(), func(w *world) error {
 		for i := 0; i < 200; i++ {
 			e := &event{st: local, CalendarID: 1, Title: fmt.Sprintf("e%03d", i), Description: desc, TZ: "UTC", Recurrence: "none", Reminders: []int{},
-				Start: f.now.Add(time.Duration(i) * time.Minute), End: f.now.Add(time.Duration(i+1) * time.Minute), CreatedAt: f.now, UpdatedAt: f.now}
+				Start: f.Now.Add(time.Duration(i) * time.Minute), End: f.Now.Add(time.Duration(i+1) * time.Minute), CreatedAt: f.Now, UpdatedAt: f.Now}
 			if err := insertEvent(w.ctx, w.lq, e); err != nil {
 				return err
 			}
@@ -279,11 +280,11 @@ func TestResultCap(t *testing.T) {
 		if tool == "agenda_today" {
 			args = `{"limit":200}`
 		}
-		res := f.call(tool, args)
+		res := f.Call(tool, args)
 		if res.IsError || apptool.WireCost(res.Structured) > apptool.MaxWireChars {
 			t.Fatalf("%s: %d chars on the wire (isError=%v)", tool, apptool.WireCost(res.Structured), res.IsError)
 		}
-		r := f.ok(tool, args)
+		r := f.OK(tool, args)
 		n := r["count"].(float64)
 		if n == 0 || n >= 200 || r["next_offset"] != n {
 			t.Fatalf("%s: count %v next_offset %v", tool, n, r["next_offset"])

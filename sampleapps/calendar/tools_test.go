@@ -29,7 +29,7 @@ func TestToolCatalog(t *testing.T) {
 		{"agenda_today", true, false, false},
 		{"free_slots", true, false, false},
 	}
-	tools := f.app.Tools()
+	tools := f.App.Tools()
 	if len(tools) != len(want) {
 		t.Fatalf("%d tools, want %d", len(tools), len(want))
 	}
@@ -308,13 +308,13 @@ func TestToolArguments(t *testing.T) {
 			t.Parallel()
 			t.Logf("%s %s", tt.tool, tt.args)
 			f := newFixture(t, "Asia/Shanghai", "2026-10-12T08:00")
-			f.ok("calendar_create", `{"name":"Work"}`)
+			f.OK("calendar_create", `{"name":"Work"}`)
 			f.create(`{"title":"Dentist","start":"2026-10-13T15:00:00+08:00","end":"2026-10-13T16:00:00+08:00","reminder_minutes":[30],"location":"Clinic"}`)
 			f.create(`{"title":"Stand-up","start":"2026-10-12T09:30:00+08:00","end":"2026-10-12T09:45:00+08:00","recurrence":"daily","recurrence_until":"2026-10-16","calendar_id":"local:2"}`)
 			f.create(`{"title":"Trip","start":"2026-10-14","end":"2026-10-15"}`)
 			before := f.state()
 			if tt.want != "" {
-				if got := f.fail(tt.tool, tt.args); got != tt.want {
+				if got := f.Fail(tt.tool, tt.args); got != tt.want {
 					t.Fatalf("error = %q, want %q", got, tt.want)
 				}
 				if after := f.state(); after != before {
@@ -322,7 +322,7 @@ func TestToolArguments(t *testing.T) {
 				}
 				return
 			}
-			r := f.ok(tt.tool, tt.args)
+			r := f.OK(tt.tool, tt.args)
 			if tt.check != nil {
 				tt.check(t, r)
 			}

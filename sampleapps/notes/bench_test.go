@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/internal/sampletest"
 )
 
 func BenchmarkBuildSchedulePrompt(b *testing.B) {
@@ -28,9 +29,9 @@ func BenchmarkBuildSchedulePrompt(b *testing.B) {
 func BenchmarkNoteSearch(b *testing.B) {
 	a, _ := newApp(b, time.UTC, nil)
 	for i := range 1000 {
-		mustCall(b, a, "note_create", fmt.Sprintf(`{"title":"note %d","content":"%s item %d"}`, i, strings.Repeat("会议记录 ", 50), i))
+		sampletest.OK(b, a, "note_create", fmt.Sprintf(`{"title":"note %d","content":"%s item %d"}`, i, strings.Repeat("会议记录 ", 50), i))
 	}
-	tl := toolByName(b, a, "note_search")
+	tl := sampletest.Tool(b, a, "note_search")
 	for b.Loop() {
 		if res := apptool.Run(context.Background(), tl, json.RawMessage(`{"query":"item 99","limit":20}`)); res.IsError {
 			b.Fatal(res.Text)

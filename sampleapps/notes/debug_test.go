@@ -4,21 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/golden"
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/internal/sampletest"
 )
-
-func debug(t *testing.T, a *App, cmd string, args ...string) any {
-	t.Helper()
-	out, err := a.Debug(context.Background(), cmd, args)
-	if err != nil {
-		t.Fatalf("%s %v: %v", cmd, args, err)
-	}
-	return out
-}
 
 func TestDebugGolden(t *testing.T) {
 	t.Parallel()
@@ -31,21 +25,25 @@ func TestDebugGolden(t *testing.T) {
 		{Kind: EventText, Text: "已创建会议；跑步闹钟被拒绝。"},
 		{Kind: EventDone, StopReason: "end_turn"},
 	}}
-	a, clk := newApp(t, mustZone(t, "Asia/Shanghai"), agent)
-	seed1 := debug(t, a, "seed")
+	a, clk := newApp(t, sampletest.Location(t, "Asia/Shanghai"), agent)
+	seed1 := sampletest.Debug(t, a, "seed")
 	clk.Advance(time.Hour)
-	seed2 := debug(t, a, "seed")
-	mustCall(t, a, "note_trash", `{"id":5}`)
-	dump := debug(t, a, "dump")
-	raw := debug(t, a, "raw_prompt", `{"note_id":1}`)
-	ask := debug(t, a, "ask_agent", `{"note_id":1}`)
-	reset := debug(t, a, "reset")
-	afterReset := debug(t, a, "dump")
-	golden(t, "debug.golden.json", indentJSON(t, map[string]any{
+	seed2 := sampletest.Debug(t, a, "seed")
+	sampletest.OK(t, a, "note_trash", `{"id":5}`)
+	dump := sampletest.Debug(t, a, "dump")
+	raw := sampletest.Debug(t, a, "raw_prompt", `{"note_id":1}`)
+	ask := sampletest.Debug(t, a, "ask_agent", `{"note_id":1}`)
+	reset := sampletest.Debug(t, a, "reset")
+	afterReset := sampletest.Debug(t, a, "dump")
+	golden.JSON(t, filepath.Join("testdata", "debug.golden.json"), map[string]any{
 		"seed": seed1, "seed_again": seed2, "dump": dump, "raw_prompt": raw, "ask_agent": ask, "reset": reset, "dump_after_reset": afterReset,
-	}))
+	})
 	var rawDoc struct{ Prompt string }
-	if err := json.Unmarshal(indentJSON(t, raw), &rawDoc); err != nil {
+	rawJSON, err := json.Marshal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(rawJSON, &rawDoc); err != nil {
 		t.Fatal(err)
 	}
 	if agent.calls != 1 || agent.prompt != rawDoc.Prompt {
@@ -68,7 +66,7 @@ func TestAskAgent(t *testing.T) {
 	t.Run("too large is refused locally", func(t *testing.T) {
 		agent := &scriptedAgent{stop: "end_turn"}
 		a, _ := newApp(t, time.UTC, agent)
-		out := debug(t, a, "ask_agent", `{"text":"`+strings.Repeat("a", 16001)+`"}`).(*AskReport)
+		out := sampletest.Debug(t, a, "ask_agent", `{"text":"`+strings.Repeat("a", 16001)+`"}`).(*AskReport)
 		if out.Error == nil || *out.Error != "TOO_LARGE" || out.State != StateError || out.TextChars != 16001 || agent.calls != 0 {
 			t.Errorf("report %+v, calls %d", out, agent.calls)
 		}
@@ -76,21 +74,21 @@ func TestAskAgent(t *testing.T) {
 	t.Run("selection wins over the note", func(t *testing.T) {
 		agent := &scriptedAgent{stop: "end_turn"}
 		a, _ := newApp(t, time.UTC, agent)
-		debug(t, a, "seed")
-		debug(t, a, "ask_agent", `{"note_id":1,"selection":"每周一早上7点跑步"}`)
+		sampletest.Debug(t, a, "seed")
+		sampletest.Debug(t, a, "ask_agent", `{"note_id":1,"selection":"每周一早上7点跑步"}`)
 		if !strings.HasSuffix(agent.prompt, "<note>\n每周一早上7点跑步\n</note>") {
 			t.Errorf("prompt ends %q", agent.prompt[len(agent.prompt)-60:])
 		}
 	})
 	t.Run("hard timeout", func(t *testing.T) {
 		agent := &scriptedAgent{block: true}
-		clk := &testClock{t: t0}
+		clk := sampletest.NewClock(t0)
 		a, err := Open(context.Background(), t.TempDir(), &Options{Clock: clk.Now, Location: time.UTC, Agent: agent, AskTimeout: 20 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer a.Close()
-		out := debug(t, a, "ask_agent", `{"text":"tomorrow 9:00 dentist"}`).(*AskReport)
+		out := sampletest.Debug(t, a, "ask_agent", `{"text":"tomorrow 9:00 dentist"}`).(*AskReport)
 		if !out.TimedOut || out.Error == nil || *out.Error != "TIMEOUT" {
 			t.Errorf("report %+v", out)
 		}
@@ -122,9 +120,9 @@ func TestAskAgent(t *testing.T) {
 func TestSeedSurvivesAndIsIdempotent(t *testing.T) {
 	t.Parallel()
 	a, _ := newApp(t, time.UTC, nil)
-	debug(t, a, "seed")
-	debug(t, a, "seed")
-	d := debug(t, a, "dump").(*Dump)
+	sampletest.Debug(t, a, "seed")
+	sampletest.Debug(t, a, "seed")
+	d := sampletest.Debug(t, a, "dump").(*Dump)
 	if d.Total != len(SeedNotes) {
 		t.Fatalf("total %d", d.Total)
 	}
@@ -150,9 +148,9 @@ func FuzzToolHandlers(f *testing.F) {
 		}
 	}
 	a, clk := newApp(f, time.UTC, nil)
-	mustCall(f, a, "note_create", `{"title":"Groceries","content":"milk","tags":["home"]}`)
-	mustCall(f, a, "note_create", `{"content":"trash me"}`)
-	mustCall(f, a, "note_trash", `{"id":2}`)
+	sampletest.OK(f, a, "note_create", `{"title":"Groceries","content":"milk","tags":["home"]}`)
+	sampletest.OK(f, a, "note_create", `{"content":"trash me"}`)
+	sampletest.OK(f, a, "note_trash", `{"id":2}`)
 	f.Fuzz(func(t *testing.T, which uint8, raw []byte) {
 		tools := a.Tools()
 		tl := tools[int(which)%len(tools)]

@@ -2,11 +2,15 @@ package notes
 
 import (
 	"errors"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentoslab/agentlab/internal/golden"
+	"github.com/agentoslab/agentlab/sampleapps/internal/sampletest"
 )
 
 // fixedNow is Monday 2026-10-12 14:00 in Shanghai.
@@ -22,11 +26,11 @@ func TestBuildSchedulePromptGolden(t *testing.T) {
 		{"schedule_prompt_utc.golden", "UTC", "en_US", "Dentist on Friday at 9:30, remind me an hour before."},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			p, err := BuildSchedulePrompt(fixedNow, mustZone(t, tc.zone), tc.lang, tc.text)
+			p, err := BuildSchedulePrompt(fixedNow, sampletest.Location(t, tc.zone), tc.lang, tc.text)
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tc.file, []byte(p))
+			golden.Check(t, filepath.Join("testdata", tc.file), []byte(p))
 		})
 	}
 }
@@ -48,7 +52,7 @@ func TestHeader(t *testing.T) {
 		{"UTC", fixedNow, "", "Today is 2026-10-12 (Monday). Time zone: UTC+00:00. Device language: und."},
 	}
 	for _, tt := range tests {
-		if got := Header(tt.now, mustZone(t, tt.zone), tt.lang); got != tt.want {
+		if got := Header(tt.now, sampletest.Location(t, tt.zone), tt.lang); got != tt.want {
 			t.Errorf("%s %q:\n got %q\nwant %q", tt.zone, tt.lang, got, tt.want)
 		}
 	}

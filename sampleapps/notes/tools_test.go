@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/internal/sampletest"
 )
 
 func TestToolCatalog(t *testing.T) {
@@ -73,17 +74,17 @@ func TestToolCatalog(t *testing.T) {
 
 // seedTools creates: 1 "Groceries" (tags home, pinned), 2 "Trip" (tags
 // travel, work), 3 archived, 4 trashed.
-func seedTools(t *testing.T, a *App, clk *testClock) {
+func seedTools(t *testing.T, a *App, clk *sampletest.Clock) {
 	t.Helper()
-	mustCall(t, a, "note_create", `{"title":"Groceries","content":"milk, eggs and Coffee beans","tags":["home"],"pinned":true}`)
+	sampletest.OK(t, a, "note_create", `{"title":"Groceries","content":"milk, eggs and Coffee beans","tags":["home"],"pinned":true}`)
 	clk.Advance(time.Minute)
-	mustCall(t, a, "note_create", `{"title":"Trip","content":"Book the train to Hamburg for Friday.","tags":["travel","work"]}`)
+	sampletest.OK(t, a, "note_create", `{"title":"Trip","content":"Book the train to Hamburg for Friday.","tags":["travel","work"]}`)
 	clk.Advance(time.Minute)
-	mustCall(t, a, "note_create", `{"title":"Old plans","content":"archived thing","tags":["work"]}`)
-	mustCall(t, a, "note_update", `{"id":3,"archived":true}`)
+	sampletest.OK(t, a, "note_create", `{"title":"Old plans","content":"archived thing","tags":["work"]}`)
+	sampletest.OK(t, a, "note_update", `{"id":3,"archived":true}`)
 	clk.Advance(time.Minute)
-	mustCall(t, a, "note_create", `{"title":"Junk","content":"throw away coffee"}`)
-	mustCall(t, a, "note_trash", `{"id":4}`)
+	sampletest.OK(t, a, "note_create", `{"title":"Junk","content":"throw away coffee"}`)
+	sampletest.OK(t, a, "note_trash", `{"id":4}`)
 	clk.Advance(time.Minute)
 }
 
@@ -155,7 +156,7 @@ func TestTools(t *testing.T) {
 		{"create not an object", "note_create", `["x"]`, `Arguments must be a JSON object.`, nil},
 		// note_update
 		{"update content replaces", "note_update", `{"id":2,"content":"new text","tags":["x"]}`, "", func(t *testing.T, a *App, r map[string]any) {
-			g := mustCall(t, a, "note_get", `{"id":2}`)
+			g := sampletest.OK(t, a, "note_get", `{"id":2}`)
 			if g["content"] != "new text" || fmt.Sprint(g["tags"]) != "[x]" || g["updated_at"] != "2026-10-12T06:04:00+00:00" {
 				t.Errorf("after update %v", g)
 			}
@@ -168,13 +169,13 @@ func TestTools(t *testing.T) {
 		{"update bad pinned", "note_update", `{"id":2,"pinned":1}`, `Parameter "pinned" must be true or false.`, nil},
 		// note_append
 		{"append default separator", "note_append", `{"id":2,"text":"Seat 42."}`, "", func(t *testing.T, a *App, r map[string]any) {
-			g := mustCall(t, a, "note_get", `{"id":2}`)
+			g := sampletest.OK(t, a, "note_get", `{"id":2}`)
 			if g["content"] != "Book the train to Hamburg for Friday.\nSeat 42." {
 				t.Errorf("content %q", g["content"])
 			}
 		}},
 		{"append separator", "note_append", `{"id":2,"text":"Seat 42.","separator":" | "}`, "", func(t *testing.T, a *App, r map[string]any) {
-			g := mustCall(t, a, "note_get", `{"id":2}`)
+			g := sampletest.OK(t, a, "note_get", `{"id":2}`)
 			if g["content"] != "Book the train to Hamburg for Friday. | Seat 42." {
 				t.Errorf("content %q", g["content"])
 			}
@@ -246,7 +247,7 @@ func TestTools(t *testing.T) {
 			if r["deleted"] != true {
 				t.Errorf("%v", r)
 			}
-			if _, e := call(t, a, "note_get", `{"id":4}`); e != "No note with id 4." {
+			if _, e := sampletest.Try(t, a, "note_get", `{"id":4}`); e != "No note with id 4." {
 				t.Errorf("still there: %q", e)
 			}
 		}},
@@ -268,7 +269,7 @@ func TestTools(t *testing.T) {
 			a, clk := newApp(t, time.UTC, nil)
 			seedTools(t, a, clk)
 			before := dumpJSON(t, a)
-			res, e := call(t, a, tt.tool, tt.args)
+			res, e := sampletest.Try(t, a, tt.tool, tt.args)
 			if e != tt.wantErr {
 				t.Fatalf("error %q, want %q", e, tt.wantErr)
 			}
@@ -309,8 +310,8 @@ func TestListSummaryIs200Chars(t *testing.T) {
 	t.Parallel()
 	a, _ := newApp(t, time.UTC, nil)
 	content := strings.Repeat("备", 250)
-	mustCall(t, a, "note_create", `{"content":"`+content+`"}`)
-	r := mustCall(t, a, "note_list", `{}`)
+	sampletest.OK(t, a, "note_create", `{"content":"`+content+`"}`)
+	r := sampletest.OK(t, a, "note_list", `{}`)
 	n := r["notes"].([]any)[0].(map[string]any)
 	if s := n["summary"].(string); s != strings.Repeat("备", 200) || n["content_chars"] != 250.0 {
 		t.Errorf("summary %d runes, content_chars %v", len([]rune(s)), n["content_chars"])
@@ -321,11 +322,11 @@ func TestGetChunksCoverContent(t *testing.T) {
 	t.Parallel()
 	a, _ := newApp(t, time.UTC, nil)
 	content := strings.Repeat("ab😀c", 1500) // 6000 code points, astral ones too
-	mustCall(t, a, "note_create", `{"content":"`+content+`"}`)
+	sampletest.OK(t, a, "note_create", `{"content":"`+content+`"}`)
 	var got strings.Builder
 	off := 0
 	for i := 0; ; i++ {
-		r := mustCall(t, a, "note_get", fmt.Sprintf(`{"id":1,"offset":%d,"max_chars":2500}`, off))
+		r := sampletest.OK(t, a, "note_get", fmt.Sprintf(`{"id":1,"offset":%d,"max_chars":2500}`, off))
 		got.WriteString(r["content"].(string))
 		if r["next_offset"] == nil {
 			break
@@ -347,16 +348,16 @@ func TestTimesFollowZone(t *testing.T) {
 		{"Asia/Shanghai", "2026-10-12T14:00:00+08:00"},
 		{"America/New_York", "2026-10-12T02:00:00-04:00"},
 	} {
-		a, clk := newApp(t, mustZone(t, tc.zone), nil)
-		r := mustCall(t, a, "note_create", `{"content":"x"}`)
+		a, clk := newApp(t, sampletest.Location(t, tc.zone), nil)
+		r := sampletest.OK(t, a, "note_create", `{"content":"x"}`)
 		if r["created_at"] != tc.want {
 			t.Errorf("%s: %v", tc.zone, r["created_at"])
 		}
 		// After the DST change in New York the offset follows the date.
 		if tc.zone == "America/New_York" {
 			clk.Advance(30 * 24 * time.Hour)
-			mustCall(t, a, "note_append", `{"id":1,"text":"y"}`)
-			if g := mustCall(t, a, "note_get", `{"id":1}`); g["updated_at"] != "2026-11-11T01:00:00-05:00" {
+			sampletest.OK(t, a, "note_append", `{"id":1,"text":"y"}`)
+			if g := sampletest.OK(t, a, "note_get", `{"id":1}`); g["updated_at"] != "2026-11-11T01:00:00-05:00" {
 				t.Errorf("after DST: %v", g["updated_at"])
 			}
 		}
@@ -369,21 +370,21 @@ func TestResultsFitTheWire(t *testing.T) {
 	t.Parallel()
 	a, _ := newApp(t, time.UTC, nil)
 	wide := strings.Repeat("备", 20000)
-	mustCall(t, a, "note_create", `{"content":"`+wide+`"}`)
-	g := mustCall(t, a, "note_get", `{"id":1,"max_chars":20000}`)
+	sampletest.OK(t, a, "note_create", `{"content":"`+wide+`"}`)
+	g := sampletest.OK(t, a, "note_get", `{"id":1,"max_chars":20000}`)
 	n := len([]rune(g["content"].(string)))
 	if n == 0 || n >= 20000 || g["next_offset"] != float64(n) || apptool.WireCost(g) > apptool.MaxWireChars {
 		t.Errorf("chunk of %d runes, next_offset %v", n, g["next_offset"])
 	}
 	for range 199 {
-		mustCall(t, a, "note_create", `{"title":"`+strings.Repeat("标", 200)+`","content":"`+strings.Repeat("备", 300)+`"}`)
+		sampletest.OK(t, a, "note_create", `{"title":"`+strings.Repeat("标", 200)+`","content":"`+strings.Repeat("备", 300)+`"}`)
 	}
-	l := mustCall(t, a, "note_list", `{"limit":200}`)
+	l := sampletest.OK(t, a, "note_list", `{"limit":200}`)
 	got := len(l["notes"].([]any))
 	if got == 0 || got == 200 || l["next_offset"] != float64(got) || l["has_more"] != true || apptool.WireCost(l) > apptool.MaxWireChars {
 		t.Errorf("page of %d, next_offset %v", got, l["next_offset"])
 	}
-	s := mustCall(t, a, "note_search", `{"query":"备","limit":100}`)
+	s := sampletest.OK(t, a, "note_search", `{"query":"备","limit":100}`)
 	if c := s["count"].(float64); c == 0 || c == 100 || s["total"] != 200.0 || apptool.WireCost(s) > apptool.MaxWireChars {
 		t.Errorf("search count %v total %v", c, s["total"])
 	}

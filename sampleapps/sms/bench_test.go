@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/internal/sampletest"
 )
 
 // Two processes on one store (the MCP server and the debug command line)
@@ -18,7 +19,7 @@ import (
 func TestRateLimitAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	clk := &testClock{t: t0}
+	clk := sampletest.NewClock(t0)
 	var apps []*App
 	for range 2 {
 		a, err := Open(context.Background(), dir, &Options{Clock: clk.Now, Location: time.UTC})
@@ -36,7 +37,7 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			a := apps[i%2]
-			res := apptool.Run(context.Background(), toolByName(t, a, "sms_send"), json.RawMessage(fmt.Sprintf(`{"to":"+8613700000002","text":"n%d"}`, i)))
+			res := apptool.Run(context.Background(), sampletest.Tool(t, a, "sms_send"), json.RawMessage(fmt.Sprintf(`{"to":"+8613700000002","text":"n%d"}`, i)))
 			if !res.IsError {
 				mu.Lock()
 				ok++
@@ -72,7 +73,7 @@ func BenchmarkSelectAndBuildPrompt(b *testing.B) {
 
 func BenchmarkSend(b *testing.B) {
 	a, clk := newApp(b, time.UTC, nil)
-	tl := toolByName(b, a, "sms_send")
+	tl := sampletest.Tool(b, a, "sms_send")
 	i := 0
 	for b.Loop() {
 		clk.Advance(3 * time.Minute) // stay under the rate limit
@@ -92,7 +93,7 @@ func BenchmarkMessageList(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	tl := toolByName(b, a, "sms_message_list")
+	tl := sampletest.Tool(b, a, "sms_message_list")
 	for b.Loop() {
 		if res := apptool.Run(context.Background(), tl, json.RawMessage(`{"address":"13700000002","limit":100}`)); res.IsError {
 			b.Fatal(res.Text)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/golden"
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/internal/sampletest"
 	"github.com/agentoslab/agentlab/sampleapps/notes"
 )
 
@@ -28,22 +31,22 @@ func completedRound() *scriptedAgent {
 func TestDebugGolden(t *testing.T) {
 	t.Parallel()
 	agent := completedRound()
-	a, clk := newApp(t, mustZone(t, "Asia/Shanghai"), agent)
+	a, clk := newApp(t, sampletest.Location(t, "Asia/Shanghai"), agent)
 	doc := map[string]any{}
-	doc["seed"] = debug(t, a, "seed")
-	doc["seed_again"] = debug(t, a, "seed")
-	doc["set"] = debug(t, a, "set", "rate_limit", "3")
-	doc["instructions_default"] = debug(t, a, "instructions")
-	doc["raw_prompt"] = debug(t, a, "raw_prompt", `{"address":"+8613700000002"}`)
-	doc["ask_agent"] = debug(t, a, "ask_agent", `{"address":"+8613700000002"}`)
-	doc["processed"] = debug(t, a, "processed")
-	mustCall(t, a, "sms_send", `{"to":"+8613700000001","text":"收到，后天见。"}`)
-	mustCall(t, a, "sms_compose", `{"to":"+8613700000003","text":"草稿"}`)
+	doc["seed"] = sampletest.Debug(t, a, "seed")
+	doc["seed_again"] = sampletest.Debug(t, a, "seed")
+	doc["set"] = sampletest.Debug(t, a, "set", "rate_limit", "3")
+	doc["instructions_default"] = sampletest.Debug(t, a, "instructions")
+	doc["raw_prompt"] = sampletest.Debug(t, a, "raw_prompt", `{"address":"+8613700000002"}`)
+	doc["ask_agent"] = sampletest.Debug(t, a, "ask_agent", `{"address":"+8613700000002"}`)
+	doc["processed"] = sampletest.Debug(t, a, "processed")
+	sampletest.OK(t, a, "sms_send", `{"to":"+8613700000001","text":"收到，后天见。"}`)
+	sampletest.OK(t, a, "sms_compose", `{"to":"+8613700000003","text":"草稿"}`)
 	clk.Advance(3 * time.Second)
-	doc["dump"] = debug(t, a, "dump")
-	doc["reset"] = debug(t, a, "reset")
-	doc["dump_after_reset"] = debug(t, a, "dump")
-	golden(t, "debug.golden.json", indentJSON(t, doc))
+	doc["dump"] = sampletest.Debug(t, a, "dump")
+	doc["reset"] = sampletest.Debug(t, a, "reset")
+	doc["dump_after_reset"] = sampletest.Debug(t, a, "dump")
+	golden.JSON(t, filepath.Join("testdata", "debug.golden.json"), doc)
 	if len(agent.prompts) != 1 || agent.prompts[0] != doc["raw_prompt"].(map[string]any)["prompt"] {
 		t.Error("ask_agent did not send the raw_prompt prompt")
 	}
@@ -56,23 +59,23 @@ func TestDebugGolden(t *testing.T) {
 func TestAskAgentFlow(t *testing.T) {
 	t.Parallel()
 	agent := completedRound()
-	a, clk := newApp(t, mustZone(t, "Asia/Shanghai"), agent)
-	debug(t, a, "seed")
+	a, clk := newApp(t, sampletest.Location(t, "Asia/Shanghai"), agent)
+	sampletest.Debug(t, a, "seed")
 	work := `{"address":"+8613700000002"}`
 
 	// create: four messages sent, all marked processed.
-	rep := debug(t, a, "ask_agent", work).(*Report)
+	rep := sampletest.Debug(t, a, "ask_agent", work).(*Report)
 	if rep.State != "done" || rep.Messages != 4 || rep.Candidates != 4 || !rep.MarkedProcessed || rep.Created.Events != 1 || rep.Created.Todos != 1 || rep.Created.Denied != 1 {
 		t.Fatalf("create: %+v", rep)
 	}
-	if n := debug(t, a, "processed").(map[string]int)["count"]; n != 4 {
+	if n := sampletest.Debug(t, a, "processed").(map[string]int)["count"]; n != 4 {
 		t.Fatalf("processed %d", n)
 	}
 
 	// only_new: one new message → only it is sent; candidates 5.
 	clk.Advance(time.Hour)
-	debug(t, a, "inbox", "add", "+86 137 0000 0002", "下午4点和客户开电话会。")
-	rep = debug(t, a, "ask_agent", work).(*Report)
+	sampletest.Debug(t, a, "inbox", "add", "+86 137 0000 0002", "下午4点和客户开电话会。")
+	rep = sampletest.Debug(t, a, "ask_agent", work).(*Report)
 	if rep.Messages != 1 || rep.Candidates != 5 {
 		t.Fatalf("only_new: %+v", rep)
 	}
@@ -83,18 +86,18 @@ func TestAskAgentFlow(t *testing.T) {
 
 	// ask_agent_status shows the last round's final report.
 	var st Report
-	if err := json.Unmarshal(debug(t, a, "ask_agent_status").(json.RawMessage), &st); err != nil || st.Pending ||
+	if err := json.Unmarshal(sampletest.Debug(t, a, "ask_agent_status").(json.RawMessage), &st); err != nil || st.Pending ||
 		st.State != rep.State || st.Messages != 1 || st.Candidates != 5 || st.Address != "+8613700000002" || st.Created != rep.Created {
 		t.Fatalf("status after only_new: %+v %v", st, err)
 	}
 
 	// Nothing new: refused locally, nothing sent.
 	sent := len(agent.prompts)
-	rep = debug(t, a, "ask_agent", work).(*Report)
+	rep = sampletest.Debug(t, a, "ask_agent", work).(*Report)
 	if rep.Error == nil || *rep.Error != "NOTHING_TO_SEND" || !strings.HasPrefix(*rep.ErrorDetail, "Nothing to send") || len(agent.prompts) != sent {
 		t.Fatalf("nothing new: %+v", rep)
 	}
-	if err := json.Unmarshal(debug(t, a, "ask_agent_status").(json.RawMessage), &st); err != nil || st.Error == nil || *st.Error != "NOTHING_TO_SEND" {
+	if err := json.Unmarshal(sampletest.Debug(t, a, "ask_agent_status").(json.RawMessage), &st); err != nil || st.Error == nil || *st.Error != "NOTHING_TO_SEND" {
 		t.Fatalf("status after a local refusal: %+v %v", st, err)
 	}
 	if _, err := a.Debug(context.Background(), "ask_agent_stop", nil); !errors.Is(err, notes.ErrNotRunning) {
@@ -102,18 +105,18 @@ func TestAskAgentFlow(t *testing.T) {
 	}
 
 	// include_processed re-sends all five.
-	rep = debug(t, a, "ask_agent", `{"address":"+8613700000002","include_processed":true}`).(*Report)
+	rep = sampletest.Debug(t, a, "ask_agent", `{"address":"+8613700000002","include_processed":true}`).(*Report)
 	if rep.Messages != 5 || rep.Error != nil {
 		t.Fatalf("include_processed: %+v", rep)
 	}
 
 	// A one-off instruction override reaches the prompt but is not stored.
-	debug(t, a, "inbox", "add", "+8613700000002", "周三前把合同寄出去。")
-	debug(t, a, "ask_agent", `{"address":"+8613700000002","instructions":"待办一律高优先级，标题以【已确认】开头。"}`)
+	sampletest.Debug(t, a, "inbox", "add", "+8613700000002", "周三前把合同寄出去。")
+	sampletest.Debug(t, a, "ask_agent", `{"address":"+8613700000002","instructions":"待办一律高优先级，标题以【已确认】开头。"}`)
 	if !strings.Contains(agent.prompts[len(agent.prompts)-1], "The user's instructions:\n待办一律高优先级") {
 		t.Error("override not in the prompt")
 	}
-	if in := debug(t, a, "instructions").(map[string]any); in["customized"] != false || in["text"] != DefaultInstructions {
+	if in := sampletest.Debug(t, a, "instructions").(map[string]any); in["customized"] != false || in["text"] != DefaultInstructions {
 		t.Errorf("stored instructions changed: %v", in)
 	}
 }
@@ -133,9 +136,9 @@ func TestAskAgentMarksOnlyFinishedRounds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, _ := newApp(t, time.UTC, tc.agent)
-			debug(t, a, "seed")
-			rep := debug(t, a, "ask_agent", `{"address":"+8613700000003"}`).(*Report)
-			n := debug(t, a, "processed").(map[string]int)["count"]
+			sampletest.Debug(t, a, "seed")
+			rep := sampletest.Debug(t, a, "ask_agent", `{"address":"+8613700000003"}`).(*Report)
+			n := sampletest.Debug(t, a, "processed").(map[string]int)["count"]
 			if rep.MarkedProcessed != tc.mark || (n == 1) != tc.mark {
 				t.Errorf("marked %v, ledger %d; report %+v", rep.MarkedProcessed, n, rep)
 			}
@@ -150,12 +153,12 @@ func TestAskAgentRefusals(t *testing.T) {
 		t.Errorf("no agent: %v", err)
 	}
 	b, _ := newApp(t, time.UTC, &scriptedAgent{stop: "end_turn"})
-	rep := debug(t, b, "ask_agent", `{"address":"+8613799999999"}`).(*Report)
+	rep := sampletest.Debug(t, b, "ask_agent", `{"address":"+8613799999999"}`).(*Report)
 	if rep.Error == nil || *rep.Error != "NOTHING_TO_SEND" {
 		t.Errorf("unknown thread: %+v", rep)
 	}
-	debug(t, b, "set", "mode", "compose_only")
-	debug(t, b, "seed")
+	sampletest.Debug(t, b, "set", "mode", "compose_only")
+	sampletest.Debug(t, b, "seed")
 	if _, err := b.Debug(context.Background(), "ask_agent", []string{`{"address":"+8613700000002"}`}); err == nil || err.Error() != NoPermission {
 		t.Errorf("compose_only: %v", err)
 	}
@@ -199,12 +202,12 @@ func TestDebugCommands(t *testing.T) {
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
 		}
 	}
-	debug(t, a, "instructions", "set", "只建待办。")
-	if in := debug(t, a, "instructions").(map[string]any); in["customized"] != true || in["text"] != "只建待办。" {
+	sampletest.Debug(t, a, "instructions", "set", "只建待办。")
+	if in := sampletest.Debug(t, a, "instructions").(map[string]any); in["customized"] != true || in["text"] != "只建待办。" {
 		t.Errorf("after set: %v", in)
 	}
-	debug(t, a, "instructions", "reset")
-	if in := debug(t, a, "instructions").(map[string]any); in["customized"] != false || in["text"] != DefaultInstructions {
+	sampletest.Debug(t, a, "instructions", "reset")
+	if in := sampletest.Debug(t, a, "instructions").(map[string]any); in["customized"] != false || in["text"] != DefaultInstructions {
 		t.Errorf("after reset: %v", in)
 	}
 }

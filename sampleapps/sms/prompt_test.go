@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentoslab/agentlab/internal/golden"
+	"github.com/agentoslab/agentlab/sampleapps/internal/sampletest"
 	"github.com/agentoslab/agentlab/sampleapps/notes"
 )
 
@@ -25,7 +28,7 @@ func demoThread(loc *time.Location) []Message {
 
 func TestSmsSchedulePromptGolden(t *testing.T) {
 	t.Parallel()
-	sh := mustZone(t, "Asia/Shanghai")
+	sh := sampletest.Location(t, "Asia/Shanghai")
 	tests := []struct {
 		file, zone, instructions, address string
 		msgs                              []Message
@@ -38,11 +41,11 @@ func TestSmsSchedulePromptGolden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			p, err := SmsSchedulePrompt(t0, mustZone(t, tt.zone), "zh-CN", tt.instructions, tt.address, tt.msgs)
+			p, err := SmsSchedulePrompt(t0, sampletest.Location(t, tt.zone), "zh-CN", tt.instructions, tt.address, tt.msgs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tt.file, []byte(p))
+			golden.Check(t, filepath.Join("testdata", tt.file), []byte(p))
 		})
 	}
 }
@@ -221,7 +224,7 @@ func TestLedgerCap(t *testing.T) {
 	if err := a.markProcessed(ctx, seq(MaxLedger+1, MaxLedger+10)); err != nil {
 		t.Fatal(err)
 	}
-	if n := debug(t, a, "processed").(map[string]int)["count"]; n != MaxLedger {
+	if n := sampletest.Debug(t, a, "processed").(map[string]int)["count"]; n != MaxLedger {
 		t.Fatalf("ledger %d, want %d", n, MaxLedger)
 	}
 	got, err := a.processedSet(ctx, []int64{1, 10, 11, MaxLedger + 10})

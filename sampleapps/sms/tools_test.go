@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/internal/sampletest"
 )
 
 func TestToolCatalog(t *testing.T) {
@@ -66,17 +67,17 @@ func TestToolCatalog(t *testing.T) {
 // (-1h), 3 "BANK" (-2h), 4 "+12025550123" long body (-30m).
 func seedInbox(t *testing.T, a *App) {
 	t.Helper()
-	debug(t, a, "inbox", "add", "+8613700000001", "您的验证码是 482916，5分钟内有效。", "--at", "2026-10-12T03:00:00Z")
-	debug(t, a, "inbox", "add", "13700000001", "Lunch at noon?", "--at", "2026-10-12T05:00:00Z")
-	debug(t, a, "inbox", "add", "BANK", "Your login code: 7731. Do not share it.", "--at", "2026-10-12T04:00:00Z")
-	debug(t, a, "inbox", "add", "+1 202-555-0123", strings.Repeat("long ", 300), "--at", "2026-10-12T05:30:00Z")
+	sampletest.Debug(t, a, "inbox", "add", "+8613700000001", "您的验证码是 482916，5分钟内有效。", "--at", "2026-10-12T03:00:00Z")
+	sampletest.Debug(t, a, "inbox", "add", "13700000001", "Lunch at noon?", "--at", "2026-10-12T05:00:00Z")
+	sampletest.Debug(t, a, "inbox", "add", "BANK", "Your login code: 7731. Do not share it.", "--at", "2026-10-12T04:00:00Z")
+	sampletest.Debug(t, a, "inbox", "add", "+1 202-555-0123", strings.Repeat("long ", 300), "--at", "2026-10-12T05:30:00Z")
 }
 
 func TestTools(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string
-		setup   func(t *testing.T, a *App, clk *testClock)
+		setup   func(t *testing.T, a *App, clk *sampletest.Clock)
 		tool    string
 		args    string
 		wantErr string
@@ -118,7 +119,7 @@ func TestTools(t *testing.T) {
 				t.Errorf("code message %v", code)
 			}
 		}},
-		{name: "messages unmasked by setting", setup: func(t *testing.T, a *App, _ *testClock) { debug(t, a, "set", "mask_codes", "false") },
+		{name: "messages unmasked by setting", setup: func(t *testing.T, a *App, _ *sampletest.Clock) { sampletest.Debug(t, a, "set", "mask_codes", "false") },
 			tool: "sms_message_list", args: `{"address":"BANK"}`, check: func(t *testing.T, a *App, r map[string]any) {
 				m := r["messages"].([]any)[0].(map[string]any)
 				if m["body"] != "Your login code: 7731. Do not share it." || m["code_masked"] != false || r["masking"].(map[string]any)["verification_codes"] != "visible" {
@@ -173,7 +174,7 @@ func TestTools(t *testing.T) {
 			if fmt.Sprint(r) != "map[deduplicated:false id:1 parts:1 state:queued submitted:2026-10-12T06:00:00+00:00]" {
 				t.Errorf("%v", r)
 			}
-			ms := mustCall(t, a, "sms_message_list", `{"address":"13700000002"}`)
+			ms := sampletest.OK(t, a, "sms_message_list", `{"address":"13700000002"}`)
 			if ms["total"] != 1.0 || ms["messages"].([]any)[0].(map[string]any)["type"] != "sent" {
 				t.Errorf("the sent text is not in the thread: %v", ms)
 			}
@@ -200,51 +201,53 @@ func TestTools(t *testing.T) {
 			wantErr: `Refusing to send to 10086: short and service numbers can subscribe, pay or unsubscribe by text, so they are allowed only when the user turns on allow_short_numbers in the SMS app.`},
 		{name: "send service number +86 95", tool: "sms_send", args: `{"to":"+8695588123","text":"x"}`, wantErr: `Refusing to send to +8695588123: short and service numbers can subscribe, pay or unsubscribe by text, so they are allowed only when the user turns on allow_short_numbers in the SMS app.`},
 		{name: "send 106 number", tool: "sms_send", args: `{"to":"1069000012345","text":"x"}`, wantErr: `Refusing to send to 1069000012345: short and service numbers can subscribe, pay or unsubscribe by text, so they are allowed only when the user turns on allow_short_numbers in the SMS app.`},
-		{name: "send short number allowed by setting", setup: func(t *testing.T, a *App, _ *testClock) { debug(t, a, "set", "allow_short_numbers", "true") },
+		{name: "send short number allowed by setting", setup: func(t *testing.T, a *App, _ *sampletest.Clock) {
+			sampletest.Debug(t, a, "set", "allow_short_numbers", "true")
+		},
 			tool: "sms_send", args: `{"to":"10086","text":"TD"}`},
 		{name: "send US number starting 95 after country code", tool: "sms_send", args: `{"to":"+19545550100","text":"hi"}`},
-		{name: "send dedup within 2 minutes", setup: func(t *testing.T, a *App, clk *testClock) {
-			mustCall(t, a, "sms_send", `{"to":"+8613700000002","text":"same"}`)
+		{name: "send dedup within 2 minutes", setup: func(t *testing.T, a *App, clk *sampletest.Clock) {
+			sampletest.OK(t, a, "sms_send", `{"to":"+8613700000002","text":"same"}`)
 			clk.Advance(119 * time.Second)
 		}, tool: "sms_send", args: `{"to":"13700000002","text":"same"}`, check: func(t *testing.T, a *App, r map[string]any) {
 			if r["deduplicated"] != true || r["id"] != 1.0 || r["state"] != "delivered" {
 				t.Errorf("%v", r)
 			}
-			if d := debug(t, a, "dump").(*Dump); len(d.Outbox) != 1 {
+			if d := sampletest.Debug(t, a, "dump").(*Dump); len(d.Outbox) != 1 {
 				t.Errorf("re-sent: outbox %d", len(d.Outbox))
 			}
 		}},
-		{name: "send again after 2 minutes", setup: func(t *testing.T, a *App, clk *testClock) {
-			mustCall(t, a, "sms_send", `{"to":"+8613700000002","text":"same"}`)
+		{name: "send again after 2 minutes", setup: func(t *testing.T, a *App, clk *sampletest.Clock) {
+			sampletest.OK(t, a, "sms_send", `{"to":"+8613700000002","text":"same"}`)
 			clk.Advance(2 * time.Minute)
 		}, tool: "sms_send", args: `{"to":"+8613700000002","text":"same"}`, check: func(t *testing.T, a *App, r map[string]any) {
 			if r["deduplicated"] != false || r["id"] != 2.0 {
 				t.Errorf("%v", r)
 			}
 		}},
-		{name: "send rate limit", setup: func(t *testing.T, a *App, clk *testClock) {
+		{name: "send rate limit", setup: func(t *testing.T, a *App, clk *sampletest.Clock) {
 			for i := range 5 {
-				mustCall(t, a, "sms_send", fmt.Sprintf(`{"to":"+8613700000002","text":"n%d"}`, i))
+				sampletest.OK(t, a, "sms_send", fmt.Sprintf(`{"to":"+8613700000002","text":"n%d"}`, i))
 				clk.Advance(time.Minute)
 			}
 		}, tool: "sms_send", args: `{"to":"+8613700000002","text":"n5"}`, wantErr: `Rate limit reached: at most 5 messages per 10 minutes. The next one can be sent at 2026-10-12T06:10:00+00:00.`},
-		{name: "send rate limit window slides", setup: func(t *testing.T, a *App, clk *testClock) {
+		{name: "send rate limit window slides", setup: func(t *testing.T, a *App, clk *sampletest.Clock) {
 			for i := range 5 {
-				mustCall(t, a, "sms_send", fmt.Sprintf(`{"to":"+8613700000002","text":"n%d"}`, i))
+				sampletest.OK(t, a, "sms_send", fmt.Sprintf(`{"to":"+8613700000002","text":"n%d"}`, i))
 			}
 			clk.Advance(10 * time.Minute)
 		}, tool: "sms_send", args: `{"to":"+8613700000002","text":"n5"}`},
-		{name: "send rate limit setting", setup: func(t *testing.T, a *App, clk *testClock) {
-			debug(t, a, "set", "rate_limit", "1")
-			mustCall(t, a, "sms_send", `{"to":"+8613700000002","text":"one"}`)
+		{name: "send rate limit setting", setup: func(t *testing.T, a *App, clk *sampletest.Clock) {
+			sampletest.Debug(t, a, "set", "rate_limit", "1")
+			sampletest.OK(t, a, "sms_send", `{"to":"+8613700000002","text":"one"}`)
 		}, tool: "sms_send", args: `{"to":"+8613700000002","text":"two"}`, wantErr: `Rate limit reached: at most 1 messages per 10 minutes. The next one can be sent at 2026-10-12T06:10:00+00:00.`},
-		{name: "send in partial mode", setup: func(t *testing.T, a *App, _ *testClock) { debug(t, a, "set", "mode", "partial") },
+		{name: "send in partial mode", setup: func(t *testing.T, a *App, _ *sampletest.Clock) { sampletest.Debug(t, a, "set", "mode", "partial") },
 			tool: "sms_send", args: `{"to":"+8613700000002","text":"x"}`, wantErr: NoSendPermission},
-		{name: "read in partial mode works", setup: func(t *testing.T, a *App, _ *testClock) { debug(t, a, "set", "mode", "partial") },
+		{name: "read in partial mode works", setup: func(t *testing.T, a *App, _ *sampletest.Clock) { sampletest.Debug(t, a, "set", "mode", "partial") },
 			tool: "sms_thread_list", args: `{}`},
 		// sms_send_status
-		{name: "status advances with the clock", setup: func(t *testing.T, a *App, _ *testClock) {
-			mustCall(t, a, "sms_send", `{"to":"+8613700000002","text":"`+strings.Repeat("a", 200)+`"}`)
+		{name: "status advances with the clock", setup: func(t *testing.T, a *App, _ *sampletest.Clock) {
+			sampletest.OK(t, a, "sms_send", `{"to":"+8613700000002","text":"`+strings.Repeat("a", 200)+`"}`)
 		}, tool: "sms_send_status", args: `{"id":1}`, check: func(t *testing.T, a *App, r map[string]any) {
 			if r["state"] != "queued" || r["parts"] != 2.0 || r["sent_parts"] != 0.0 || r["error"] != nil {
 				t.Errorf("%v", r)
@@ -255,7 +258,7 @@ func TestTools(t *testing.T) {
 		{name: "status bad id", tool: "sms_send_status", args: `{"id":"1"}`, wantErr: `Parameter "id" must be an integer.`},
 		// sms_compose
 		{name: "compose", tool: "sms_compose", args: `{"to":"+8613700000002","text":"Draft text"}`, check: func(t *testing.T, a *App, r map[string]any) {
-			d := debug(t, a, "dump").(*Dump)
+			d := sampletest.Debug(t, a, "dump").(*Dump)
 			if r["sent"] != false || r["draft_id"] != 1.0 || len(d.Drafts) != 1 || len(d.Outbox) != 0 {
 				t.Errorf("%v %+v", r, d)
 			}
@@ -263,7 +266,7 @@ func TestTools(t *testing.T) {
 		{name: "compose empty is fine", tool: "sms_compose", args: `{}`},
 		{name: "compose too long", tool: "sms_compose", args: `{"text":"` + strings.Repeat("x", 1001) + `"}`, wantErr: `Parameter "text" is too long (1001 characters; the limit is 1000).`},
 		{name: "compose bad type", tool: "sms_compose", args: `{"to":13700000002}`, wantErr: `Parameter "to" must be a string.`},
-		{name: "compose works in compose_only", setup: func(t *testing.T, a *App, _ *testClock) { debug(t, a, "set", "mode", "compose_only") },
+		{name: "compose works in compose_only", setup: func(t *testing.T, a *App, _ *sampletest.Clock) { sampletest.Debug(t, a, "set", "mode", "compose_only") },
 			tool: "sms_compose", args: `{"text":"x"}`},
 	}
 	for _, mode := range []string{"sms_thread_list", "sms_message_list", "sms_search", "sms_send", "sms_send_status"} {
@@ -271,12 +274,12 @@ func TestTools(t *testing.T) {
 			"sms_send": `{"to":"+8613700000002","text":"x"}`, "sms_send_status": `{"id":1}`}[mode]
 		tests = append(tests, struct {
 			name    string
-			setup   func(t *testing.T, a *App, clk *testClock)
+			setup   func(t *testing.T, a *App, clk *sampletest.Clock)
 			tool    string
 			args    string
 			wantErr string
 			check   func(t *testing.T, a *App, r map[string]any)
-		}{name: mode + " in compose_only", setup: func(t *testing.T, a *App, _ *testClock) { debug(t, a, "set", "mode", "compose_only") },
+		}{name: mode + " in compose_only", setup: func(t *testing.T, a *App, _ *sampletest.Clock) { sampletest.Debug(t, a, "set", "mode", "compose_only") },
 			tool: mode, args: args, wantErr: NoPermission})
 	}
 	for _, tt := range tests {
@@ -288,7 +291,7 @@ func TestTools(t *testing.T) {
 				tt.setup(t, a, clk)
 			}
 			before := dumpJSON(t, a)
-			r, e := call(t, a, tt.tool, tt.args)
+			r, e := sampletest.Try(t, a, tt.tool, tt.args)
 			if e != tt.wantErr {
 				t.Fatalf("error %q, want %q", e, tt.wantErr)
 			}
@@ -307,8 +310,8 @@ func TestTools(t *testing.T) {
 
 func TestSendStatusTimeline(t *testing.T) {
 	t.Parallel()
-	a, clk := newApp(t, mustZone(t, "Asia/Shanghai"), nil)
-	r := mustCall(t, a, "sms_send", `{"to":"+8613700000002","text":"`+strings.Repeat("a", 200)+`"}`)
+	a, clk := newApp(t, sampletest.Location(t, "Asia/Shanghai"), nil)
+	r := sampletest.OK(t, a, "sms_send", `{"to":"+8613700000002","text":"`+strings.Repeat("a", 200)+`"}`)
 	if r["submitted"] != "2026-10-12T14:00:00+08:00" {
 		t.Errorf("submitted %v", r["submitted"])
 	}
@@ -328,7 +331,7 @@ func TestSendStatusTimeline(t *testing.T) {
 	for _, s := range steps {
 		clk.Advance(s.after - at)
 		at = s.after
-		st := mustCall(t, a, "sms_send_status", `{"id":1}`)
+		st := sampletest.OK(t, a, "sms_send_status", `{"id":1}`)
 		if st["state"] != s.state || st["sent_parts"] != s.sent || st["delivered_parts"] != s.delivered || st["parts"] != s.parts {
 			t.Errorf("after %v: %v", s.after, st)
 		}
@@ -419,13 +422,13 @@ func TestReadResultsStayBounded(t *testing.T) {
 	t.Parallel()
 	a, _ := newApp(t, time.UTC, nil)
 	for i := range 100 {
-		debug(t, a, "inbox", "add", "+8613700000009", fmt.Sprintf("%d %s", i, strings.Repeat("长", 1200)))
+		sampletest.Debug(t, a, "inbox", "add", "+8613700000009", fmt.Sprintf("%d %s", i, strings.Repeat("长", 1200)))
 	}
 	for _, tc := range []struct{ tool, args, list string }{
 		{"sms_message_list", `{"address":"+8613700000009","limit":100}`, "messages"},
 		{"sms_search", `{"query":"长","limit":50}`, "messages"},
 	} {
-		r := mustCall(t, a, tc.tool, tc.args)
+		r := sampletest.OK(t, a, tc.tool, tc.args)
 		s, _ := json.Marshal(r)
 		n := len(r[tc.list].([]any))
 		if n == 0 || len([]rune(string(s))) > ResultBudget || apptool.WireCost(r) > apptool.MaxWireChars {

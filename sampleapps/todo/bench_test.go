@@ -12,7 +12,7 @@ import (
 // Filtered list and summary over a full store (MaxTodos to-dos).
 func BenchmarkTodoList(b *testing.B) {
 	f := newFixture(b, "Asia/Shanghai", "2026-10-12T09:00")
-	if err := f.app.do(context.Background(), func(s *state) error {
+	if err := f.App.do(context.Background(), func(s *state) error {
 		for i := 0; i < MaxTodos; i++ {
 			t := &todo{Title: fmt.Sprintf("task %d", i), Status: statuses[i%4], Priority: priorities[i%3], Tags: []string{"t" + fmt.Sprint(i%20)}}
 			if i%2 == 0 {
@@ -33,7 +33,7 @@ func BenchmarkTodoList(b *testing.B) {
 		{"todo_search", `{"query":"task 42"}`},
 	} {
 		b.Run(c.tool+c.args, func(b *testing.B) {
-			tl := f.tool(c.tool)
+			tl := f.Tool(c.tool)
 			for b.Loop() {
 				if r := apptool.Run(context.Background(), tl, []byte(c.args)); r.IsError {
 					b.Fatal(r.Text)

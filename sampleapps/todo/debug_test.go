@@ -7,22 +7,23 @@ import (
 	"testing"
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/agentoslab/agentlab/sampleapps/internal/sampletest"
 )
 
 // Debug command output shapes with a fixed clock (Monday 2026-10-12 09:00
 // in Shanghai) and a seeded id source.
 func TestDebugGolden(t *testing.T) {
 	f := newFixture(t, "Asia/Shanghai", "2026-10-12T09:00")
-	golden(t, "dump_empty", f.debug("dump"))
-	golden(t, "seed", f.debug("seed"))
-	again := f.debug("seed").(*SeedResult)
+	sampletest.Golden(t, "dump_empty", f.Debug("dump"))
+	sampletest.Golden(t, "seed", f.Debug("seed"))
+	again := f.Debug("seed").(*SeedResult)
 	if again.Inserted != 0 || again.Total != 7 {
 		t.Fatalf("seed is not idempotent: inserted %d total %d", again.Inserted, again.Total)
 	}
-	golden(t, "summary_seeded", f.debug("tool", "todo_summary"))
-	golden(t, "dump_seeded", f.debug("dump"))
-	golden(t, "reset", f.debug("reset"))
-	golden(t, "dump_after_reset", f.debug("dump"))
+	sampletest.Golden(t, "summary_seeded", f.Debug("tool", "todo_summary"))
+	sampletest.Golden(t, "dump_seeded", f.Debug("dump"))
+	sampletest.Golden(t, "reset", f.Debug("reset"))
+	sampletest.Golden(t, "dump_after_reset", f.Debug("dump"))
 }
 
 func TestDebugUsage(t *testing.T) {
@@ -33,11 +34,11 @@ func TestDebugUsage(t *testing.T) {
 		args []string
 	}{{"dump", []string{"x"}}, {"reset", []string{"x"}}, {"seed", []string{"x"}}, {"tool", nil}, {"ring", nil}} {
 		var ue *apptool.UsageError
-		if _, err := f.app.Debug(context.Background(), c.cmd, c.args); !errors.As(err, &ue) {
+		if _, err := f.App.Debug(context.Background(), c.cmd, c.args); !errors.As(err, &ue) {
 			t.Errorf("%s %v: err = %v, want a usage error", c.cmd, c.args, err)
 		}
 	}
-	_, err := f.app.Debug(context.Background(), "tool", []string{"todo_get", `{"id":"00000000"}`})
+	_, err := f.App.Debug(context.Background(), "tool", []string{"todo_get", `{"id":"00000000"}`})
 	var te *apptool.ToolCallError
 	if !errors.As(err, &te) || te.Sentence != `No todo with id "00000000"` {
 		t.Fatalf("tool error: %v", err)
@@ -54,17 +55,17 @@ func FuzzTools(f *testing.F) {
 		f.Add(uint8(i), []byte(s))
 	}
 	fx := newFixture(f, "America/New_York", "2026-03-08T01:30")
-	fx.debug("seed")
-	tools := fx.app.Tools()
+	fx.Debug("seed")
+	tools := fx.App.Tools()
 	f.Fuzz(func(t *testing.T, which uint8, raw []byte) {
 		tl := tools[int(which)%len(tools)]
-		before := snapshot(t, fx.app)
+		before := snapshot(t, fx.App)
 		out, err := tl.Handler(context.Background(), json.RawMessage(raw))
 		if err != nil {
 			if _, ok := apptool.IsUserError(err); !ok {
 				t.Fatalf("%s(%s): not a user error: %v", tl.Name, raw, err)
 			}
-			if after := snapshot(t, fx.app); after != before {
+			if after := snapshot(t, fx.App); after != before {
 				t.Fatalf("%s(%s) failed but changed the store", tl.Name, raw)
 			}
 			return

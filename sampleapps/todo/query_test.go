@@ -42,7 +42,7 @@ func TestSummaryAndOverdue(t *testing.T) {
 			// Done and shelved to-dos never count as overdue or due.
 			f.create(`{"title":"old done","due":"2020-01-01","status":"done"}`)
 			f.create(`{"title":"old shelved","due":"2020-01-01","status":"shelved"}`)
-			s := f.ok("todo_summary", `{}`)
+			s := f.OK("todo_summary", `{}`)
 			if s["overdue"] != float64(tt.overdue) || s["due_today"] != float64(tt.today) || s["due_this_week"] != float64(tt.week) ||
 				s["today"] != tt.today0 || s["week_start"] != tt.weekStart || s["week_end"] != tt.weekEnd || s["time_zone"] != tt.zone {
 				t.Fatalf("summary = %v", s)
@@ -51,7 +51,7 @@ func TestSummaryAndOverdue(t *testing.T) {
 			if counts["todo"] != float64(len(tt.dues)) || counts["done"] != 1.0 || counts["shelved"] != 1.0 || counts["doing"] != 0.0 {
 				t.Fatalf("counts = %v", counts)
 			}
-			if l := f.ok("todo_list", `{"overdue_only":true}`); l["total"] != float64(tt.overdue) {
+			if l := f.OK("todo_list", `{"overdue_only":true}`); l["total"] != float64(tt.overdue) {
 				t.Fatalf("overdue_only total = %v", l["total"])
 			}
 		})
@@ -69,7 +69,7 @@ func TestListOrder(t *testing.T) {
 	f.create(`{"title":"medium soon","due":"2026-10-13T08:00:00+02:00"}`)
 	f.create(`{"title":"high undated","priority":"high"}`)
 	f.create(`{"title":"medium same day all-day","due":"2026-10-13"}`)
-	r := f.ok("todo_list", `{}`)
+	r := f.OK("todo_list", `{}`)
 	var got []string
 	for _, it := range r["todos"].([]any) {
 		got = append(got, it.(map[string]any)["title"].(string))
@@ -87,7 +87,7 @@ func TestListFitsTheChannel(t *testing.T) {
 	f := newFixture(t, "UTC", "2026-10-12T09:00")
 	// Quotes and backslashes cost double once the text item is escaped.
 	notes := strings.Repeat(`"\`, 100)
-	if err := f.app.do(t.Context(), func(s *state) error {
+	if err := f.App.do(t.Context(), func(s *state) error {
 		for i := 0; i < 200; i++ {
 			title := fmt.Sprintf("%03d %s", i, strings.Repeat("题", 190))
 			if err := s.add(&todo{Title: title, Notes: notes, Status: "todo", Priority: "medium", Tags: []string{"a", "b"}}); err != nil {
@@ -98,16 +98,16 @@ func TestListFitsTheChannel(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	r := f.call("todo_list", `{"limit":200}`)
+	r := f.Call("todo_list", `{"limit":200}`)
 	if r.IsError || apptool.WireCost(r.Structured) > apptool.MaxWireChars {
 		t.Fatalf("result too large: %d (isError=%v)", apptool.WireCost(r.Structured), r.IsError)
 	}
-	m := f.ok("todo_list", `{"limit":200}`)
+	m := f.OK("todo_list", `{"limit":200}`)
 	n := int(m["count"].(float64))
 	if n == 0 || n >= 200 || m["next_offset"] != float64(n) || m["total"] != 200.0 {
 		t.Fatalf("count %v next_offset %v total %v", m["count"], m["next_offset"], m["total"])
 	}
-	next := f.ok("todo_list", fmt.Sprintf(`{"limit":200,"offset":%d}`, n))
+	next := f.OK("todo_list", fmt.Sprintf(`{"limit":200,"offset":%d}`, n))
 	first := next["todos"].([]any)[0].(map[string]any)["title"].(string)
 	if !strings.HasPrefix(first, fmt.Sprintf("%03d ", n)) {
 		t.Fatalf("next page starts at %q, want item %d", first[:3], n)

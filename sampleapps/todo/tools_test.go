@@ -26,7 +26,7 @@ func TestToolCatalog(t *testing.T) {
 		{"todo_search", true, false, false},
 		{"todo_summary", true, false, false},
 	}
-	tools := f.app.Tools()
+	tools := f.App.Tools()
 	if len(tools) != len(want) {
 		t.Fatalf("%d tools, want %d", len(tools), len(want))
 	}
@@ -243,14 +243,14 @@ func TestToolArguments(t *testing.T) {
 			ids["{P}"] = f.create(`{"title":"Write report","priority":"high","due":"2026-10-14","tags":["work"],"notes":"figures from Q3"}`)
 			ids["{S}"] = f.create(`{"title":"Collect report data","parent_id":"` + ids["{P}"] + `"}`)
 			ids["{D}"] = f.create(`{"title":"Buy milk","status":"done","due":"2026-10-20T01:00:00+08:00"}`)
-			f.now = f.now.AddDate(0, 0, 1).Add(time.Hour) // Monday 10:00
+			f.Now = f.Now.AddDate(0, 0, 1).Add(time.Hour) // Monday 10:00
 			args, want := tt.args, tt.want
 			for k, v := range ids {
 				args, want = strings.ReplaceAll(args, k, v), strings.ReplaceAll(want, k, v)
 			}
 			before := f.state()
 			if want != "" {
-				if got := f.fail(tt.tool, args); got != want {
+				if got := f.Fail(tt.tool, args); got != want {
 					t.Fatalf("error = %q, want %q", got, want)
 				}
 				if after := f.state(); after != before {
@@ -258,7 +258,7 @@ func TestToolArguments(t *testing.T) {
 				}
 				return
 			}
-			r := f.ok(tt.tool, args)
+			r := f.OK(tt.tool, args)
 			if tt.check != nil {
 				tt.check(t, r)
 			}
