@@ -167,7 +167,8 @@ func scenarioOf(t *testing.T, r *reports.Run, name string) reports.Scenario {
 // TestEndToEnd: agentlab run on two virtual devices runs the fixture
 // suite and writes every report. The scenario that fails on purpose is a
 // product failure with its evidence; the device killed mid-scenario is a
-// lab fault whose attempt is re-queued on the other device; the JUnit
+// lab fault whose attempt is re-queued on the other device, and so is the
+// attempt under which a device rebooted; the JUnit
 // report satisfies the XSD the reports package is tested against; report
 // diff compares it with a second real run.
 func TestEndToEnd(t *testing.T) {
@@ -246,6 +247,16 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("summary counts %d lab-fault attempts", run.Summary.LabFaultAttempts)
 	}
 
+	// A device that reboots under a running attempt (not the lab's reboot
+	// step): the attempt is a lab fault, re-queued, and the scenario
+	// passes on its next attempt.
+	reboots := scenarioOf(t, run, "e2e/device-reboots")
+	if reboots.Verdict != reports.VerdictPass || len(reboots.Attempts) < 2 {
+		t.Errorf("device-reboots: %s, attempts %+v", reboots.Verdict, reboots.Attempts)
+	} else if a := reboots.Attempts[0]; !a.LabFault || a.Verdict != reports.VerdictError {
+		t.Errorf("device-reboots: the rebooted attempt is %+v, want a lab fault (error)", a)
+	}
+
 	for _, name := range []string{"e2e/echo-prompt", "e2e/notes-crud", "e2e/step-kinds"} {
 		if s := scenarioOf(t, run, name); s.Verdict != reports.VerdictPass {
 			t.Errorf("%s: %s: %s", name, s.Verdict, s.Reason)
@@ -281,7 +292,7 @@ func TestEndToEnd(t *testing.T) {
 	for _, r := range diff.Removed {
 		removed = append(removed, r.Scenario)
 	}
-	if strings.Join(removed, ",") != "e2e/device-dies,e2e/echo-prompt,e2e/step-kinds" || len(diff.StillFailing) != 1 || diff.StillFailing[0].Scenario != "e2e/fails-on-purpose" {
+	if strings.Join(removed, ",") != "e2e/device-dies,e2e/device-reboots,e2e/echo-prompt,e2e/step-kinds" || len(diff.StillFailing) != 1 || diff.StillFailing[0].Scenario != "e2e/fails-on-purpose" {
 		t.Errorf("diff: removed %v, still failing %+v", removed, diff.StillFailing)
 	}
 }
