@@ -6,6 +6,10 @@
 //
 // Both register the opened app's Tools() with plugin.AddAppTools and
 // apptool.Run, so the SDK-free tool layer is all an app writes.
+//
+// Main is the rest of every app's main: a Binary names the app and how to
+// open it, and Main runs its command line with the binary's logger until
+// SIGINT or SIGTERM.
 package shell
 
 import (

@@ -19,43 +19,21 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/agentoslab/agentlab/sampleapps/alarm"
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
 	"github.com/agentoslab/agentlab/sampleapps/internal/shell"
 )
 
-// SystemEnv names the directory shared by every app of the device.
-const SystemEnv = "AGENTOS_SYSTEM_DATA"
-
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli().Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
-
-func cli() apptool.CLI {
-	return apptool.CLI{
-		Name:          alarm.Plugin,
-		Open:          open,
-		DebugCommands: alarm.DebugCommands,
-		Streams:       shell.Streams(alarm.Server, logger()),
-	}
-}
-
-func open(ctx context.Context, dataDir string) (apptool.App, error) {
-	return alarm.Open(ctx, dataDir, &alarm.Options{
-		Location:  apptool.DeviceLocation(),
-		SystemDir: os.Getenv(SystemEnv),
-		Logger:    logger(),
+	shell.Main(shell.Binary{
+		Name: alarm.Plugin, Server: alarm.Server, DebugCommands: alarm.DebugCommands,
+		Open: func(ctx context.Context, dataDir string, logger *slog.Logger) (apptool.App, error) {
+			return alarm.Open(ctx, dataDir, &alarm.Options{
+				Location:  apptool.DeviceLocation(),
+				SystemDir: os.Getenv(shell.SystemDataEnv),
+				Logger:    logger,
+			})
+		},
 	})
-}
-
-// logger writes warnings and errors to stderr (the launcher keeps it in
-// the app's log file).
-func logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

@@ -1,71 +1,37 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testbin"
 	"github.com/agentoslab/agentlab/sampleapps/alarm/internal/alarmclock"
+	"github.com/agentoslab/agentlab/sampleapps/internal/sampletest"
 )
 
-var bin string
+// binPath is the app's binary, built once for the test binary; the
+// tests run it as the launcher and the lab would.
+func binPath(t *testing.T) string {
+	t.Helper()
+	return testbin.Path(t, ".")
+}
 
-// TestMain builds the real binary once; the tests run it as the launcher
-// and the lab would.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "alarm-bin")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = filepath.Join(dir, "alarm")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testbin.Main(m))
 }
 
 func run(t *testing.T, env []string, args ...string) (int, map[string]any) {
 	t.Helper()
-	return runAs(t, nil, env, args...)
+	return sampletest.RunBinary(t, binPath(t), nil, env, args...)
 }
 
 // runAs runs the binary under cred (nil: as the test).
 func runAs(t *testing.T, cred *syscall.Credential, env []string, args ...string) (int, map[string]any) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	if cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	}
-	cmd.Env = append(os.Environ(), env...)
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	dec := json.NewDecoder(&out)
-	if err := dec.Decode(&doc); err != nil {
-		t.Fatalf("%v: stdout is not one JSON object: %v", args, err)
-	}
-	if dec.More() {
-		t.Fatalf("%v: more than one JSON document", args)
-	}
-	return code, doc
+	return sampletest.RunBinary(t, binPath(t), cred, env, args...)
 }
 
 func TestBinary(t *testing.T) {
@@ -115,7 +81,7 @@ func TestAlarmClockAcrossUIDs(t *testing.T) {
 		t.Skip("needs root to run the app under other uids")
 	}
 	root := t.TempDir()
-	for _, d := range []string{filepath.Dir(root), root, filepath.Dir(bin)} {
+	for _, d := range []string{filepath.Dir(root), root, filepath.Dir(binPath(t))} {
 		if err := os.Chmod(d, 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -23,9 +23,6 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
 	"github.com/agentoslab/agentlab/sampleapps/internal/gateway"
@@ -34,46 +31,17 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli().Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
-
-func cli() apptool.CLI {
-	return apptool.CLI{
-		Name:          notes.Plugin,
-		Open:          open,
-		DebugCommands: notes.DebugCommands,
-		Streams:       shell.Streams(notes.Server, logger()),
-	}
-}
-
-func open(ctx context.Context, dataDir string) (apptool.App, error) {
-	return notes.Open(ctx, dataDir, &notes.Options{
-		Location: apptool.DeviceLocation(),
-		Language: deviceLanguage(os.Getenv("LANG")),
-		Logger:   logger(),
-		Agent:    newAgent(),
+	shell.Main(shell.Binary{
+		Name: notes.Plugin, Server: notes.Server, DebugCommands: notes.DebugCommands,
+		Open: func(ctx context.Context, dataDir string, logger *slog.Logger) (apptool.App, error) {
+			return notes.Open(ctx, dataDir, &notes.Options{
+				Location: apptool.DeviceLocation(),
+				Language: shell.Language(os.Getenv("LANG")),
+				Logger:   logger,
+				// The caller SDK shell: ask_agent reaches the runtime that
+				// launched the app through $AGENTOS_CALLER_SOCKET.
+				Agent: gateway.FromEnv(os.Getenv, logger),
+			})
+		},
 	})
-}
-
-// newAgent is the caller SDK shell: ask_agent reaches the runtime that
-// launched the app through $AGENTOS_CALLER_SOCKET.
-func newAgent() notes.Agent { return gateway.FromEnv(os.Getenv, logger()) }
-
-// deviceLanguage turns a POSIX locale ("zh_CN.UTF-8") into a BCP 47 tag.
-func deviceLanguage(lang string) string {
-	lang, _, _ = strings.Cut(lang, ".")
-	lang, _, _ = strings.Cut(lang, "@")
-	if lang == "" || lang == "C" || lang == "POSIX" {
-		return "en"
-	}
-	return strings.ReplaceAll(lang, "_", "-")
-}
-
-// logger writes warnings and errors to stderr (the launcher keeps it in
-// the app's log file).
-func logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

@@ -3,57 +3,31 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testbin"
 	"github.com/agentoslab/agentlab/sampleapps/internal/callertest"
+	"github.com/agentoslab/agentlab/sampleapps/internal/sampletest"
 )
 
-var binary string
+// binPath is the app's binary, built once for the test binary; the
+// tests run it as the launcher and the lab would.
+func binPath(t *testing.T) string {
+	t.Helper()
+	return testbin.Path(t, ".")
+}
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "notes-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "notes")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testbin.Main(m))
 }
 
 func run(t *testing.T, env []string, args ...string) (int, map[string]any) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Count(strings.TrimSpace(stdout.String()), "\n") != 0 {
-		t.Fatalf("more than one line of output: %q", stdout.String())
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
-		t.Fatalf("stdout %q is not one JSON object: %v (stderr %q)", stdout.String(), err, stderr.String())
-	}
-	return code, doc
+	return sampletest.RunBinary(t, binPath(t), nil, env, args...)
 }
 
 func TestBinary(t *testing.T) {
@@ -98,14 +72,6 @@ func TestBinary(t *testing.T) {
 	}
 }
 
-func TestDeviceLanguage(t *testing.T) {
-	for in, want := range map[string]string{"zh_CN.UTF-8": "zh-CN", "en_US": "en-US", "C": "en", "": "en", "de_DE@euro": "de-DE", "C.UTF-8": "en"} {
-		if got := deviceLanguage(in); got != want {
-			t.Errorf("deviceLanguage(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // While ask_agent waits for the owner's answer, another process of the
 // app sees the round waiting with ask_agent_status and stops it with
 // ask_agent_stop (SIGTERM to the running process): both the stop and the
@@ -116,7 +82,7 @@ func TestAskAgentStatusAndStop(t *testing.T) {
 	if code, _ := run(t, nil, "--data", data, "seed"); code != 0 {
 		t.Fatal("seed failed")
 	}
-	ask := exec.Command(binary, "--data", data, "ask_agent", `{"note_id":1}`)
+	ask := exec.Command(binPath(t), "--data", data, "ask_agent", `{"note_id":1}`)
 	ask.Env = append(os.Environ(), "AGENTOS_CALLER_SOCKET="+caller.Name)
 	var askOut bytes.Buffer
 	ask.Stdout = &askOut

@@ -1,56 +1,29 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentoslab/agentlab/internal/testbin"
+	"github.com/agentoslab/agentlab/sampleapps/internal/sampletest"
 )
 
-var binary string
+// binPath is the app's binary, built once for the test binary; the
+// tests run it as the launcher and the lab would.
+func binPath(t *testing.T) string {
+	t.Helper()
+	return testbin.Path(t, ".")
+}
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sms-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "sms")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testbin.Main(m))
 }
 
 func run(t *testing.T, env []string, args ...string) (int, map[string]any) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Count(strings.TrimSpace(stdout.String()), "\n") != 0 {
-		t.Fatalf("more than one line of output: %q", stdout.String())
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
-		t.Fatalf("stdout %q is not one JSON object: %v (stderr %q)", stdout.String(), err, stderr.String())
-	}
-	return code, doc
+	return sampletest.RunBinary(t, binPath(t), nil, env, args...)
 }
 
 func TestBinary(t *testing.T) {

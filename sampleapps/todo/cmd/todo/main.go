@@ -16,9 +16,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
 	"github.com/agentoslab/agentlab/sampleapps/internal/shell"
@@ -26,30 +23,13 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli().Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
-
-func cli() apptool.CLI {
-	return apptool.CLI{
-		Name:          todo.Plugin,
-		Open:          open,
-		DebugCommands: todo.DebugCommands,
-		Streams:       shell.Streams(todo.Server, logger()),
-	}
-}
-
-func open(ctx context.Context, dataDir string) (apptool.App, error) {
-	return todo.Open(ctx, dataDir, &todo.Options{
-		Location: apptool.DeviceLocation(),
-		Logger:   logger(),
+	shell.Main(shell.Binary{
+		Name: todo.Plugin, Server: todo.Server, DebugCommands: todo.DebugCommands,
+		Open: func(ctx context.Context, dataDir string, logger *slog.Logger) (apptool.App, error) {
+			return todo.Open(ctx, dataDir, &todo.Options{
+				Location: apptool.DeviceLocation(),
+				Logger:   logger,
+			})
+		},
 	})
-}
-
-// logger writes warnings and errors to stderr (the launcher keeps it in
-// the app's log file).
-func logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
