@@ -17,6 +17,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testbin"
 	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/sdk/acpclient"
 	"github.com/agentoslab/agentlab/runtime/supervise"
@@ -35,21 +36,13 @@ func TestMain(m *testing.M) {
 	if name := os.Getenv(appEnv); name != "" {
 		os.Exit(appMain(name))
 	}
-	dir, err := os.MkdirTemp("", "access-test-")
+	var err error
+	agentosd, err = testbin.Build(context.Background(), "github.com/agentoslab/agentlab/runtime/cmd/agentosd")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Chmod(dir, 0o755)
-	agentosd = filepath.Join(dir, "agentosd")
-	out, err := exec.Command("go", "build", "-o", agentosd, "github.com/agentoslab/agentlab/runtime/cmd/agentosd").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build agentosd: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testbin.Main(m))
 }
 
 // appMain is the app: connect (waiting for the owner), one prompt, and

@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -88,7 +89,13 @@ func (a *Agent) Serve(ctx context.Context, c engine.Caller, s Stream) error {
 	base, abandon := context.WithCancel(context.WithoutCancel(ctx))
 	defer abandon()
 	cn := &conn{a: a, caller: c, ready: make(chan struct{}), prompts: map[string][]*promptState{}, base: base}
-	cn.sdk = sdk.NewConnection(cn.handle, s.Writer(), s.Reader())
+	in, out := s.Reader(), s.Writer()
+	if a.drain {
+		cn.drain = newDrainState()
+		in = &drainReader{r: in, cn: cn}
+		out = drainWriter{w: out, d: cn.drain}
+	}
+	cn.sdk = sdk.NewConnection(cn.handle, out, in)
 	cn.sdk.SetLogger(slog.New(quietHandler{a.log.Handler()}))
 	close(cn.ready)
 	select {
@@ -98,14 +105,22 @@ func (a *Agent) Serve(ctx context.Context, c engine.Caller, s Stream) error {
 	cn.mu.Lock()
 	cn.closed = true
 	cn.mu.Unlock()
-	if a.drain && ctx.Err() == nil {
-		// Answer what was received; shutdown (ctx) still cuts it short.
+	if cn.drain != nil && ctx.Err() == nil {
+		// Answer what was received: every request read reached handle
+		// before the SDK saw the end of input (drainReader); wait for
+		// the handlers and then for the SDK to write their answers.
+		// Shutdown (ctx) still cuts it short.
 		drained := make(chan struct{})
-		go func() { cn.handlers.Wait(); close(drained) }()
+		go func() {
+			defer close(drained)
+			cn.handlers.Wait()
+			cn.drain.waitAnswers(base)
+		}()
 		select {
 		case <-drained:
 		case <-ctx.Done():
 		}
+		defer func() { <-drained }()
 	}
 	abandon()
 	s.Close()
@@ -126,6 +141,10 @@ type conn struct {
 	base context.Context
 
 	handlers sync.WaitGroup // handlers running; Add only while !closed
+
+	// drain counts messages in and answers out on a draining
+	// connection; nil otherwise.
+	drain *drainState
 
 	mu sync.Mutex // guards the fields below
 	// closed: the connection ended; no new handler starts.
@@ -202,16 +221,20 @@ func (t methodTable) sorted() bool { return sort.StringsAreSorted(t.names) }
 func (cn *conn) handle(ctx context.Context, method string, raw json.RawMessage) (any, *sdk.RequestError) {
 	fn, ok := methods.fns[method]
 	if !ok {
+		cn.arrived()
 		return nil, sdk.NewMethodNotFound(method)
 	}
 	<-cn.ready
 	cn.mu.Lock()
-	if cn.closed {
-		cn.mu.Unlock()
+	closed := cn.closed
+	if !closed {
+		cn.handlers.Add(1)
+	}
+	cn.mu.Unlock()
+	cn.arrived()
+	if closed {
 		return nil, toWire(errcode.New(errcode.Busy, "the connection is closing"))
 	}
-	cn.handlers.Add(1)
-	cn.mu.Unlock()
 	defer cn.handlers.Done()
 
 	// The SDK ends a request's context when the peer's input ends and on
@@ -266,3 +289,170 @@ func (q quietHandler) Handle(ctx context.Context, r slog.Record) error {
 
 func (q quietHandler) WithAttrs([]slog.Attr) slog.Handler { return q }
 func (q quietHandler) WithGroup(string) slog.Handler      { return q }
+
+// arrived notes one message that reached handle; a handler it starts is
+// registered in cn.handlers before.
+func (cn *conn) arrived() {
+	if cn.drain != nil {
+		cn.drain.arrivals.Add(1)
+		poke(cn.drain.arrived)
+	}
+}
+
+// drainState is what a draining connection counts. The SDK hands each
+// request to a goroutine of its own, ends the connection as soon as the
+// input ends, and writes an answer after the handler returned. So a
+// request read just before the end could reach handle only after Serve
+// closed the connection (and be refused busy), and an answer could be
+// written after Serve returned. To keep "what was read is answered", the
+// end of input is passed on only once every message handed to the SDK
+// reached handle (drainReader), and Serve waits for as many answers as
+// requests were read (drainWriter). Abandoning the connection cuts both
+// waits short.
+type drainState struct {
+	handed   atomic.Int64 // messages passed on that the SDK gives to handle
+	requests atomic.Int64 // of those, requests (each gets one answer)
+	arrivals atomic.Int64 // messages that reached handle
+	answers  atomic.Int64 // answers written
+	arrived  chan struct{}
+	answered chan struct{}
+}
+
+func newDrainState() *drainState {
+	return &drainState{arrived: make(chan struct{}, 1), answered: make(chan struct{}, 1)}
+}
+
+// poke signals c without blocking; the waiter re-reads its counters.
+func poke(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// waitAnswers waits until every request read has been answered, or ctx
+// ends.
+func (d *drainState) waitAnswers(ctx context.Context) {
+	for d.answers.Load() < d.requests.Load() {
+		select {
+		case <-d.answered:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// drainReader is the SDK's input on a draining connection.
+type drainReader struct {
+	r  io.Reader
+	cn *conn
+
+	pending []byte // the line being passed on, up to its '\n'
+	tooLong bool   // the line being passed on is over maxCountedLine
+}
+
+func (d *drainReader) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	d.count(p[:n])
+	if err != nil {
+		d.waitArrivals()
+	}
+	return n, err
+}
+
+// count finds whole lines in what was passed on. (A last line without
+// '\n' is not counted: the SDK handles it only after the end of input is
+// passed on. The transport's streams end every line.)
+func (d *drainReader) count(b []byte) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			if len(d.pending)+len(b) > maxCountedLine {
+				d.tooLong, d.pending = true, d.pending[:0]
+			} else if !d.tooLong {
+				d.pending = append(d.pending, b...)
+			}
+			return
+		}
+		line := b[:i]
+		if len(d.pending) > 0 {
+			line = append(d.pending, line...)
+			d.pending = d.pending[:0]
+		}
+		if !d.tooLong && len(line) <= maxCountedLine {
+			if handed, request := handedToHandler(line); handed {
+				d.cn.drain.handed.Add(1)
+				if request {
+					d.cn.drain.requests.Add(1)
+				}
+			}
+		}
+		d.tooLong = false
+		b = b[i+1:]
+	}
+}
+
+// maxCountedLine is the SDK's own line limit: it ends the connection on
+// a longer line, so such a line is never handed to handle.
+const maxCountedLine = 10 << 20
+
+// handedToHandler reports whether the SDK gives line to the method
+// handler, and whether it is a request (answered) rather than a
+// notification: it decodes lines the way the SDK does and hands on
+// requests and notifications, except $/cancel_request, which it handles
+// itself.
+func handedToHandler(line []byte) (handed, request bool) {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return false, false
+	}
+	var m struct {
+		JSONRPC string            `json:"jsonrpc"`
+		ID      *json.RawMessage  `json:"id,omitempty"`
+		Method  string            `json:"method,omitempty"`
+		Params  json.RawMessage   `json:"params,omitempty"`
+		Result  json.RawMessage   `json:"result,omitempty"`
+		Error   *sdk.RequestError `json:"error,omitempty"`
+	}
+	if json.Unmarshal(line, &m) != nil || m.Method == "" {
+		return false, false
+	}
+	if m.ID != nil {
+		return true, true
+	}
+	return m.Method != "$/cancel_request", false
+}
+
+// waitArrivals waits until every message handed to the SDK reached
+// handle, or the connection is abandoned.
+func (d *drainReader) waitArrivals() {
+	st := d.cn.drain
+	for st.arrivals.Load() < st.handed.Load() {
+		select {
+		case <-st.arrived:
+		case <-d.cn.base.Done():
+			return
+		}
+	}
+}
+
+// drainWriter is the SDK's output on a draining connection: it counts
+// the answers (messages with an id and no method) the SDK writes, one
+// whole message per Write. An answer whose write failed counts too: it
+// will not be written later.
+type drainWriter struct {
+	w io.Writer
+	d *drainState
+}
+
+func (w drainWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	var m struct {
+		ID     *json.RawMessage `json:"id"`
+		Method string           `json:"method"`
+	}
+	if json.Unmarshal(p, &m) == nil && m.ID != nil && m.Method == "" {
+		w.d.answers.Add(1)
+		poke(w.d.answered)
+	}
+	return n, err
+}

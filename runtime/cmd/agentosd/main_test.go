@@ -16,60 +16,33 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testbin"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
 
 // testBin is agentosd with the in-process test tools (tag
-// agentosd_testtools), built once by TestMain; releaseBin is agentosd as
-// shipped, built on first use (benchmarks).
-var (
-	binDir      string
-	testBin     string
-	releaseOnce sync.Once
-	releaseBin  string
-	releaseErr  error
-)
+// agentosd_testtools), built once by TestMain; release is agentosd as
+// shipped, built on first use (benchmarks). Servers run them under other
+// uids in the admission test.
+var testBin string
 
 func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(helperMain())
 	}
 	var err error
-	binDir, err = os.MkdirTemp("", "agentosd-test")
+	testBin, err = testbin.Build(context.Background(), ".", "-tags", "agentosd_testtools")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Chmod(binDir, 0o755) // servers run under other uids in the admission test
-	testBin = filepath.Join(binDir, "agentosd-testtools")
-	if err := goBuild(testBin, "-tags", "agentosd_testtools"); err != nil {
 		fmt.Fprintln(os.Stderr, "build agentosd:", err)
-		os.RemoveAll(binDir)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(binDir)
-	os.Exit(code)
-}
-
-func goBuild(out string, flags ...string) error {
-	args := append(append([]string{"build", "-o", out}, flags...), ".")
-	cmd := exec.Command("go", args...)
-	cmd.Stderr = os.Stderr
-	return cmd.Run()
+	os.Exit(testbin.Main(m))
 }
 
 // release returns agentosd as shipped (no test tools).
 func release(tb testing.TB) string {
 	tb.Helper()
-	releaseOnce.Do(func() {
-		releaseBin = filepath.Join(binDir, "agentosd")
-		releaseErr = goBuild(releaseBin)
-	})
-	if releaseErr != nil {
-		tb.Fatal(releaseErr)
-	}
-	return releaseBin
+	return testbin.Path(tb, ".")
 }
 
 var prefixes atomic.Int64
