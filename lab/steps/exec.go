@@ -47,7 +47,7 @@ func (a *attempt) exec(ctx context.Context, n int, t *Target, st *scenario.Step)
 				return nil, err
 			}
 		}
-		return a.appRun(ctx, t, st.App.Name, 0, args...)
+		return a.appRun(ctx, t, st.App.Name, a.commandTimeout(st), args...)
 	case scenario.KindCallers:
 		return a.callers(ctx, t, st.Callers, expand)
 	case scenario.KindAsk:
@@ -124,6 +124,13 @@ func ctlJSON(ctx context.Context, t *Target, args ...string) (any, error) {
 	}
 	v, _ := decodeJSON(raw)
 	return v, nil
+}
+
+// commandTimeout is how long an app command of step st may run: a little
+// less than the step, so the launcher kills it and says so before the step
+// gives up, and never more than the launcher allows.
+func (a *attempt) commandTimeout(st *scenario.Step) time.Duration {
+	return max(min(a.stepTimeout(st)-5*time.Second, launcher.MaxRunTimeout), time.Second)
 }
 
 // appRun runs an app's debug command. Its output is the command's JSON,
@@ -302,8 +309,7 @@ func (a *attempt) ask(ctx context.Context, t *Target, st *scenario.Step, look sc
 	if err != nil {
 		return nil, err
 	}
-	timeout := a.stepTimeout(st) - 5*time.Second
-	out, err := a.appRun(ctx, t, st.Ask.App, timeout, "ask_agent", string(b))
+	out, err := a.appRun(ctx, t, st.Ask.App, a.commandTimeout(st), "ask_agent", string(b))
 	var ae *appError
 	if errors.As(err, &ae) {
 		if m, ok := ae.out.(map[string]any); ok && m["exitCode"] == nil {

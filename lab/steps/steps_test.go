@@ -465,3 +465,37 @@ checks:
 		}
 	}
 }
+
+// TestAppCommandTimeout: an app command may run as long as its step allows
+// (a little less, so the launcher's kill is what the step reports), within
+// the launcher's maximum — a step of 150 s must not be cut at the
+// launcher's 60 s default.
+func TestAppCommandTimeout(t *testing.T) {
+	for _, tc := range []struct{ step, want string }{
+		{"", "--timeout 55s"},
+		{"timeout: 150s", "--timeout 2m25s"},
+		{"timeout: 20m", "--timeout 10m0s"},
+		{"timeout: 3s", "--timeout 1s"},
+	} {
+		t.Run(tc.step, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := newRuntime()
+				rt.apps[notesPkg] = []string{"1"}
+				e, _ := env(t, rt, nil)
+				s := parse(t, `
+name: t
+steps:
+  - app: {name: notes, args: [dump]}
+    `+tc.step+`
+`)
+				if r := Run(context.Background(), s, e); r.Err != nil {
+					t.Fatal(r.Err)
+				}
+				want := "app run " + notesPkg + " " + tc.want + " -- dump"
+				if !slices.Contains(rt.verbs(), want) {
+					t.Errorf("ctl calls %q, want %q", rt.verbs(), want)
+				}
+			})
+		})
+	}
+}
