@@ -161,11 +161,13 @@ func Start(ctx context.Context, opts *Options) (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start virtual device %s: %w", name, err)
 	}
-	exe, err := os.Executable()
-	if err != nil {
+	// os.Executable may fail or name a file already replaced; installTool
+	// then copies the running binary.
+	exe, _ := os.Executable()
+	if err := installTool(toolFile(d.root), exe, selfExe); err != nil {
 		return nil, fmt.Errorf("start virtual device %s: %w", name, err)
 	}
-	cfg := boot.Config{Name: name, HostRoot: d.root, Exe: exe, RootMethod: o.RootMethod, SDK: o.SDK,
+	cfg := boot.Config{Name: name, HostRoot: d.root, RootMethod: o.RootMethod, SDK: o.SDK,
 		ABI: o.ABI, Props: o.properties(name), Debug: os.Getenv("AGENTLAB_VDEVICE_DEBUG") != ""}
 	b, _ := json.MarshalIndent(&cfg, "", "  ")
 	if err := os.WriteFile(filepath.Join(d.root, boot.ConfigFile), b, 0o600); err != nil {
@@ -317,7 +319,7 @@ func (d *Device) startInit() (*exec.Cmd, *os.File, error) {
 	}
 	defer logf.Close()
 	cmd := &exec.Cmd{
-		Path:       "/proc/self/exe",
+		Path:       toolFile(d.root),
 		Args:       []string{"agentlab-vdevice-init"},
 		Env:        []string{boot.EnvInit + "=" + filepath.Join(d.root, boot.ConfigFile)},
 		Dir:        "/",

@@ -19,5 +19,8 @@
 // Starting a device needs Linux and root (CAP_SYS_ADMIN). Any binary that
 // starts devices must call Init first thing in main (and test binaries in
 // TestMain): the same executable serves as the device's init and as the
-// tools inside it.
+// tools inside it. Each start puts a hard link (or a copy) of it in the
+// device's root, and init and the tools run that, so a device kept running
+// (StartDetached) keeps working, and rebooting, after the binary that
+// started it is rebuilt or deleted.
 package virtual

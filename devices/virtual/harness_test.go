@@ -132,11 +132,17 @@ func (a *adbHarness) must(args ...string) string {
 // connect adopts the device and waits until it is online.
 func (a *adbHarness) connect(d *virtual.Device) {
 	a.t.Helper()
-	out := a.must("connect", d.Serial())
+	a.connectSerial(d.Serial())
+}
+
+// connectSerial adopts the device at serial ("127.0.0.1:<port>").
+func (a *adbHarness) connectSerial(serial string) {
+	a.t.Helper()
+	out := a.must("connect", serial)
 	if !strings.HasPrefix(out, "connected to") && !strings.HasPrefix(out, "already connected") {
 		a.t.Fatalf("adb connect: %s", out)
 	}
-	a.must("-s", d.Serial(), "wait-for-device")
+	a.must("-s", serial, "wait-for-device")
 }
 
 // shell runs "adb -s SERIAL shell CMD" and returns output and exit code.

@@ -38,6 +38,15 @@ type keeperOptions struct {
 // StartDetached starts a device owned by a new detached keeper process,
 // so that it outlives the caller, and returns once it has booted.
 func StartDetached(ctx context.Context, opts *Options) (*Info, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("start keeper: %w", err)
+	}
+	return startDetached(ctx, exe, opts)
+}
+
+// startDetached starts the keeper from exe, a binary that calls Init.
+func startDetached(ctx context.Context, exe string, opts *Options) (*Info, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -53,10 +62,6 @@ func StartDetached(ctx context.Context, opts *Options) (*Info, error) {
 	}
 	ko, _ := json.Marshal(keeperOptions{Name: o.Name, StateDir: o.StateDir, ABI: o.ABI, RootMethod: o.RootMethod,
 		Port: o.Port, SDK: o.SDK, Props: o.Props})
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("start keeper: %w", err)
-	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("start keeper: %w", err)

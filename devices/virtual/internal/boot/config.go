@@ -7,7 +7,9 @@ const (
 	EnvInit = "AGENTLAB_VDEVICE_INIT"
 	// ConfigFile is the config's name in the device's host folder.
 	ConfigFile = "device.json"
-	// ToolPath is where the multi-call binary appears inside a device.
+	// ToolPath is where the multi-call binary is inside a device; the
+	// host keeps it at <HostRoot>/system/bin/vdevtool, a copy (or hard
+	// link) of the binary that started the device, made at every start.
 	ToolPath = "/system/bin/vdevtool"
 	// ListenerFD is the inherited adb listener; ReadyFD the pipe on which
 	// init reports "ready" or "error: …" once.
@@ -21,9 +23,7 @@ const (
 type Config struct {
 	Name string `json:"name"`
 	// HostRoot is the device's folder on the host (data/, system/, sdcard/).
-	HostRoot string `json:"host_root"`
-	// Exe is the host path of the binary bound to ToolPath.
-	Exe        string            `json:"exe"`
+	HostRoot   string            `json:"host_root"`
 	RootMethod string            `json:"root_method"`
 	SDK        int               `json:"sdk"`
 	ABI        string            `json:"abi"`

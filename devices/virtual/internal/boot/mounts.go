@@ -59,19 +59,13 @@ func setupRoot(cfg *Config) error {
 			return err
 		}
 	}
-	// The multi-call binary appears as /system/bin/vdevtool; the file it
-	// is bound over lives in the device's persistent /system.
+	// The multi-call binary is the device's own copy in its persistent
+	// /system (see ToolPath), made read-only for the device's root.
 	tool := at(ToolPath)
-	if err := os.MkdirAll(filepath.Dir(tool), 0o755); err != nil {
-		return err
+	if fi, err := os.Stat(tool); err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
+		return fmt.Errorf("device tool %s missing or empty (it is made when the device starts)", ToolPath)
 	}
-	if fi, err := os.Lstat(tool); err != nil || !fi.Mode().IsRegular() {
-		os.Remove(tool)
-		if err := os.WriteFile(tool, nil, 0o755); err != nil {
-			return err
-		}
-	}
-	if err := bind(cfg.Exe, tool, true, false); err != nil {
+	if err := bind(tool, tool, true, false); err != nil {
 		return err
 	}
 	if err := mkMount("proc", at("proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
