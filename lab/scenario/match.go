@@ -137,7 +137,15 @@ func (m *Matcher) Match(v any, look Lookup) (ok bool, detail, evidence string) {
 		}
 	}
 	if m.Count != nil {
-		if ok, d, _ := m.Count.Match(float64(len(vals)), look); !ok {
+		n := len(vals)
+		if m.c.path.IsZero() {
+			// Without a path nothing is selected but the subject itself:
+			// count a list's elements ({of: cards, count: 2}).
+			if l, isList := v.([]any); isList {
+				n = len(l)
+			}
+		}
+		if ok, d, _ := m.Count.Match(float64(n), look); !ok {
 			fail("count: %s", d)
 		}
 	}
@@ -336,6 +344,14 @@ func evidenceOf(vals []any) string {
 	return clip(string(b), maxEvidence)
 }
 
+// Noted is a subject value with a note that explains it, such as why a
+// list is empty: Eval tests Value and puts the note before the evidence,
+// and into the detail of a failure.
+type Noted struct {
+	Value any
+	Note  string
+}
+
 // Subject fetches the value a leaf condition names. A nil Subject (or an
 // error) makes the condition fail with the error as its detail; Eval
 // returns the error too, so the caller can tell lab faults apart.
@@ -386,9 +402,17 @@ func (c *Condition) Eval(fetch Subject, look Lookup) (ok bool, detail, evidence 
 		}
 		return true, "", ev, nil
 	}
+	subject := c.SubjectName()
+	n, noted := v.(Noted)
+	if noted {
+		v, subject = n.Value, subject+" ("+n.Note+")"
+	}
 	ok, detail, evidence = c.Matcher.Match(toJSON(v), look)
+	if noted {
+		evidence = clip(n.Note+": "+evidence, maxEvidence)
+	}
 	if !ok {
-		detail = c.SubjectName() + ": " + detail
+		detail = subject + ": " + detail
 	}
 	return ok, detail, evidence, nil
 }

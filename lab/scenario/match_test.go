@@ -54,6 +54,8 @@ func TestMatcher(t *testing.T) {
 		{`{name: c, of: callers, path: '.callers[*].state', count: 3}`, true, ""},
 		{`{name: c, of: callers, path: '.callers[?state=="x"]', count: 0}`, true, ""},
 		{`{name: c, of: callers, path: '.callers[*].state', eq: allowed}`, false, "selects 3 values"},
+		{`{name: c, of: callers, path: .callers, count: 1}`, true, ""},
+		{`{name: c, of: callers, count: 1}`, true, ""},
 		{`{name: c, of: callers, path: '.callers[*].usage.activeTasks', all: {le: 1}}`, true, ""},
 		{`{name: c, of: callers, path: '.callers[*].usage.activeTasks', all: {eq: 0}}`, false, "all: element 0"},
 		{`{name: c, of: callers, path: .callers, any: {path: .state, eq: denied}}`, true, ""},
@@ -123,6 +125,70 @@ func TestConditionGroups(t *testing.T) {
 		ok, detail, _, err := ch.Eval(fetch, nil)
 		if ok != c.ok || !strings.Contains(detail, c.detail) || (err != nil) != c.err {
 			t.Errorf("%s: ok=%v detail=%q err=%v; want ok=%v detail~%q err=%v", c.check, ok, detail, err, c.ok, c.detail, c.err)
+		}
+	}
+}
+
+// TestCountWithoutPath: without a path, count counts a list subject's
+// elements (nothing is selected but the subject); another subject counts
+// as one value.
+func TestCountWithoutPath(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		subject string
+		check   string
+		ok      bool
+		detail  string
+	}{
+		{`[]`, `count: 0`, true, ""},
+		{`[]`, `count: {ge: 1}`, false, "count: got 0, want >= 1"},
+		{`[{"a": 1}, {"a": 2}]`, `count: 2`, true, ""},
+		{`[{"a": 1}, {"a": 2}]`, `path: '[*]', count: 2`, true, ""},
+		{`[{"a": 1}, {"a": 2}]`, `path: '[?a==2]', count: 1`, true, ""},
+		{`[[1, 2, 3]]`, `path: '[0]', count: 1`, true, ""},
+		{`{"a": [1]}`, `count: 1`, true, ""},
+		{`null`, `count: 1`, true, ""},
+	}
+	for _, c := range cases {
+		ch := checkOf(t, "{name: c, of: cards, "+c.check+"}")
+		v := doc(t, c.subject)
+		ok, detail, _, err := ch.Eval(func(*Condition) (any, error) { return v, nil }, nil)
+		if err != nil || ok != c.ok || !strings.Contains(detail, c.detail) {
+			t.Errorf("%s over %s: ok=%v detail=%q err=%v, want ok=%v detail~%q", c.check, c.subject, ok, detail, err, c.ok, c.detail)
+		}
+	}
+}
+
+// TestNotedSubject: a Noted subject is tested by its value; its note
+// leads the evidence and names the subject in a failure's detail, inside
+// groups too.
+func TestNotedSubject(t *testing.T) {
+	t.Parallel()
+	const note = "the model is live: no requests were recorded"
+	fetch := func(c *Condition) (any, error) {
+		if c.Of == OfModelRequests {
+			return Noted{Value: []any{}, Note: note}, nil
+		}
+		return doc(t, `{"safeMode": false}`), nil
+	}
+	cases := []struct {
+		check, evidence, detail string
+		ok                      bool
+	}{
+		{`{name: c, of: model_requests, count: 0}`, note + ": []", "", true},
+		{`{name: c, of: model_requests, len: 0}`, note + ": []", "", true},
+		{`{name: c, of: model_requests, path: '[*].tools', none: {contains: x}}`, note + ": null", "", true},
+		{`{name: c, of: model_requests, path: '[0].system', exists: true}`, note + ": null",
+			"model_requests (" + note + "): [0].system selects nothing", false},
+		{`{name: c, all_of: [{of: status, path: .safeMode, eq: false}, {of: model_requests, count: 0}]}`, "false; " + note + ": []", "", true},
+		{`{name: c, any_of: [{of: model_requests, count: 1}, {of: status, path: .safeMode, eq: true}]}`, "",
+			"[0] model_requests (" + note + "): count: got 0, want 1", false},
+	}
+	for _, c := range cases {
+		ok, detail, evidence, err := checkOf(t, c.check).Eval(fetch, nil)
+		if err != nil || ok != c.ok || evidence != c.evidence || !strings.Contains(detail, c.detail) {
+			t.Errorf("%s: ok=%v evidence=%q detail=%q err=%v; want ok=%v evidence=%q detail~%q",
+				c.check, ok, evidence, detail, err, c.ok, c.evidence, c.detail)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/devices"
+	"github.com/agentoslab/agentlab/lab/modelstub"
 	"github.com/agentoslab/agentlab/reports"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 )
@@ -494,6 +495,76 @@ steps:
 				want := "app run " + notesPkg + " " + tc.want + " -- dump"
 				if !slices.Contains(rt.verbs(), want) {
 					t.Errorf("ctl calls %q, want %q", rt.verbs(), want)
+				}
+			})
+		})
+	}
+}
+
+// TestModelRequestsOnLiveModel: with a live model the lab records no
+// requests, so of: model_requests is the empty list — count: 0 and an
+// any_of written for live runs hold, a check that needs a request fails —
+// and the evidence (and a failure's detail) says the model is live. With
+// the stub the recorded requests are tested as before.
+func TestModelRequestsOnLiveModel(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, check string
+		live        bool
+		ok          bool
+		evidence    string // exact
+		detail      string // contained
+	}{
+		{"count 0", `{name: c, of: model_requests, count: 0}`, true, true,
+			"the model is live: no requests were recorded: []", ""},
+		{"count 0 over every request", `{name: c, of: model_requests, path: '[*]', count: 0}`, true, true,
+			"the model is live: no requests were recorded: null", ""},
+		{"len 0", `{name: c, of: model_requests, len: 0}`, true, true,
+			"the model is live: no requests were recorded: []", ""},
+		{"none offered a delete tool", `{name: c, of: model_requests, path: '[*].tools', none: {contains: notes_delete}}`, true, true,
+			"the model is live: no requests were recorded: null", ""},
+		{"any_of outcome for live runs", `{name: c, any_of: [{of: model_requests, path: '[*].tools', any: {contains: notes_create}}, {of: model_requests, count: 0}]}`, true, true,
+			"the model is live: no requests were recorded: []", "outcome 2 of 2"},
+		{"a request needed", `{name: c, of: model_requests, path: '[0].tools', exists: true}`, true, false,
+			"the model is live: no requests were recorded: null",
+			"model_requests (the model is live: no requests were recorded): [0].tools selects nothing"},
+		{"count 1 fails", `{name: c, of: model_requests, count: {ge: 1}}`, true, false,
+			"the model is live: no requests were recorded: []", "count: got 0, want >= 1"},
+		{"stub: recorded requests counted", `{name: c, of: model_requests, count: 1}`, false, true,
+			"", ""},
+		{"stub: recorded tools", `{name: c, of: model_requests, path: '[0].tools', contains: notes_create}`, false, true,
+			`["notes_create"]`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				e, stub := env(t, newRuntime(), nil)
+				if tt.live {
+					e.Stub, e.Targets[0].StubToken = nil, ""
+				} else {
+					stub.reqs = []modelstub.Recorded{{Model: "stub", Tools: []string{"notes_create"}, Status: 200}}
+				}
+				s := parse(t, "name: t\nsteps:\n  - sleep: 1ms\nchecks:\n  - "+tt.check+"\n")
+				r := Run(context.Background(), s, e)
+				if r.Err != nil || r.LabFault != nil {
+					t.Fatalf("err %v lab %v", r.Err, r.LabFault)
+				}
+				c := find(r, "c")
+				if c.OK != tt.ok {
+					t.Errorf("ok = %v, want %v (detail %q)", c.OK, tt.ok, c.Detail)
+				}
+				if tt.evidence != "" && c.Evidence != tt.evidence {
+					t.Errorf("evidence %q, want %q", c.Evidence, tt.evidence)
+				}
+				if tt.live && !strings.Contains(c.Evidence, "the model is live") {
+					t.Errorf("evidence %q does not say the model is live", c.Evidence)
+				}
+				if !tt.live && strings.Contains(c.Evidence+c.Detail, "live") {
+					t.Errorf("a stub run's check says live: %+v", c)
+				}
+				if !strings.Contains(c.Detail, tt.detail) {
+					t.Errorf("detail %q, want it to contain %q", c.Detail, tt.detail)
 				}
 			})
 		})

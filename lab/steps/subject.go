@@ -2,7 +2,6 @@ package steps
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +10,10 @@ import (
 	"github.com/agentoslab/agentlab/lab/scenario"
 	"github.com/agentoslab/agentlab/reports"
 )
+
+// liveModelNote is the evidence of a model_requests check on a device
+// whose runtime talks to a live model.
+const liveModelNote = "the model is live: no requests were recorded"
 
 func checkResult(name, upstream string, ok bool, evidence string) reports.Check {
 	return reports.Check{Name: name, Upstream: upstream, OK: ok, Evidence: evidence}
@@ -49,7 +52,9 @@ func (a *attempt) subject(ctx context.Context, t *Target, c *scenario.Condition)
 		return ctlJSON(ctx, t, "consent", "recent")
 	case scenario.OfModelRequests:
 		if a.env.Stub == nil || t.StubToken == "" {
-			return nil, errors.New("the run uses a live model: the lab records no model requests")
+			// The lab sees no traffic of a live model: an empty list lets
+			// count: 0 and any_of outcomes written for live runs hold.
+			return scenario.Noted{Value: []any{}, Note: liveModelNote}, nil
 		}
 		reqs, _ := a.env.Stub.Requests(t.StubToken)
 		return scenario.ToJSON(reqs), nil
