@@ -62,25 +62,10 @@ var faultCases = []faultCase{
 }
 
 func TestFaultInjection(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a runtime and runs scenarios on a virtual device; skipped with -short")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: virtual devices are Linux namespaces")
-	}
-	adb, err := exec.LookPath("adb")
-	if err != nil {
-		t.Skip("needs adb (Debian package adb)")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	repo, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := t.TempDir()
-	agentlab := filepath.Join(tmp, "agentlab")
-	mustRun(t, ctx, repo, "go", "build", "-o", agentlab, "./lab/cmd/agentlab")
+	agentlab, repo, adb := labBinary(t, ctx, "builds a runtime and runs scenarios on a virtual device")
+	tmp := filepath.Dir(agentlab)
 
 	// One virtual device on its own adb server, so nothing of this test
 	// reaches another test's devices.
@@ -226,6 +211,30 @@ func readResults(path string) (map[string]scenarioResult, error) {
 		out[s.Name] = r
 	}
 	return out, nil
+}
+
+// labBinary skips unless this machine can run virtual devices (root,
+// adb) and the test is not -short (what names why it is long), and
+// builds agentlab into a temporary directory of its own. It returns the
+// binary, the repository root and adb's path.
+func labBinary(t *testing.T, ctx context.Context, what string) (agentlab, repo, adb string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(what + "; skipped with -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: virtual devices are Linux namespaces")
+	}
+	adb, err := exec.LookPath("adb")
+	if err != nil {
+		t.Skip("needs adb (Debian package adb)")
+	}
+	if repo, err = filepath.Abs(".."); err != nil {
+		t.Fatal(err)
+	}
+	agentlab = filepath.Join(t.TempDir(), "agentlab")
+	mustRun(t, ctx, repo, "go", "build", "-o", agentlab, "./lab/cmd/agentlab")
+	return agentlab, repo, adb
 }
 
 func mustRun(t *testing.T, ctx context.Context, dir, name string, args ...string) {
