@@ -16,13 +16,22 @@ type compiled struct {
 	re   *regexp.Regexp
 }
 
+// errRefInPath explains why a path may not hold a ${…} reference.
+const errRefInPath = "paths are literal, ${…} is not substituted here: select with a literal path and put " +
+	"the reference in a matcher value, e.g. path: '.callers[*].packageName', any: {eq: '${vars.pkg}'}"
+
 // compile parses the matcher's path and regular expression, recursively.
 // Problems are reported through add with the field they concern.
 func (m *Matcher) compile(add func(field, msg string)) {
 	c := &compiled{}
 	if m.Path != "" {
 		p, err := ParsePath(m.Path)
-		if err != nil {
+		switch {
+		case strings.Contains(m.Path, "${"):
+			// A path is parsed once, when the scenario is read, before any
+			// step ran; a reference in it would be compared as text.
+			add("path", errRefInPath)
+		case err != nil:
 			add("path", err.Error())
 		}
 		c.path = p

@@ -196,3 +196,43 @@ func TestIsScenarioFile(t *testing.T) {
 		}
 	}
 }
+
+// TestPathReferences: a ${…} reference in any matcher path is refused at
+// its line (paths are literal); a path with a plain $ is not.
+func TestPathReferences(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, check string
+		refused     bool
+	}{
+		{"in a filter", `{name: c, of: callers, path: '.callers[?packageName=="${vars.pkg}"].state', eq: allowed}`, true},
+		{"as a key", `{name: c, of: callers, path: '.${vars.pkg}', exists: true}`, true},
+		{"as an index", `{name: c, of: callers, path: '.callers[${vars.i}]', exists: true}`, true},
+		{"escaped is still not literal text", `{name: c, of: callers, path: '.callers[?x=="$${y}"]', exists: true}`, true},
+		{"nested matcher", `{name: c, of: callers, path: .callers, none: {path: '.${vars.pkg}', eq: 1}}`, true},
+		{"count matcher", `{name: c, of: callers, path: .callers, count: {path: '${vars.x}', eq: 1}}`, true},
+		{"group member", `{name: c, all_of: [{of: status, path: '.${vars.k}', exists: true}]}`, true},
+		{"reference in a value", `{name: c, of: callers, path: '.callers[*].packageName', any: {eq: '${vars.pkg}'}}`, false},
+		{"dollar at the end of a regex", `{name: c, of: callers, path: '.callers[?packageName=~"notes$"]', exists: true}`, false},
+		{"escaped dollar brace in a regex", `{name: c, of: callers, path: '.callers[?packageName=~"\\$\\{"]', exists: false}`, false},
+	}
+	for _, c := range cases {
+		doc := "name: p\nvars: {pkg: org.agentos.sample.notes, i: '1', x: a, k: b}\nsteps:\n  - sleep: 1ms\nchecks:\n  - " + c.check + "\n"
+		_, err := Parse([]byte(doc), "p.yaml", nil)
+		if !c.refused {
+			if err != nil {
+				t.Errorf("%s: refused: %v", c.name, err)
+			}
+			continue
+		}
+		var se *Error
+		if !errors.As(err, &se) || len(se.Problems) != 1 {
+			t.Errorf("%s: want one problem, got %v", c.name, err)
+			continue
+		}
+		p := se.Problems[0]
+		if p.File != "p.yaml" || p.Line != 6 || !strings.HasSuffix(p.Path, "path") || !strings.Contains(p.Msg, "paths are literal") {
+			t.Errorf("%s: problem %q (line %d, field %s)", c.name, p.String(), p.Line, p.Path)
+		}
+	}
+}
