@@ -22,7 +22,9 @@
 // once and Limits.MaxRunningPerOwner per owner. A task's context descends
 // from the engine, never from a request: a client that goes away does not
 // cancel it; CancelSession, CancelOwner, the execution deadline and Close
-// do.
+// do. A ModelLeaser source can also withdraw the model a turn runs on
+// (the owner cleared the key): the turn then fails model_not_configured
+// with details.reason "key_revoked" (spec §3.2).
 //
 // # Event log
 //

@@ -86,7 +86,19 @@ var (
 	errCancelled        = errors.New("task cancelled")
 	errExecutionTimeout = errors.New("task execution deadline")
 	errShutdown         = errors.New("runtime shutting down")
+	errKeyRevoked       = errors.New("model key removed")
 )
+
+// KeyRevokedText is the message of a turn stopped because the owner
+// removed the model key while it ran (spec §3.2).
+const KeyRevokedText = "The model key was removed in AgentOS settings; this turn was stopped."
+
+// keyRevoked is the error such a turn ends with: model_not_configured,
+// details.reason "key_revoked". A new value each time (errors get a task
+// id attached by copy, but details are a map).
+func keyRevoked() *errcode.Error {
+	return errcode.New(errcode.ModelNotConfigured, KeyRevokedText).WithDetails(map[string]any{"reason": "key_revoked"})
+}
 
 // New starts an engine on an open store and recovers what a previous run
 // left unfinished: tasks found running end task.recovery_required, tasks

@@ -112,6 +112,19 @@ type ModelSource interface {
 	Current() (cfg model.Config, p model.Provider, ok bool)
 }
 
+// ModelLeaser is a ModelSource whose owner can withdraw a configuration
+// from the turns already using it: clearing the model key stops them
+// (spec §3.2, model_not_configured with details.reason "key_revoked").
+// The engine asks Lease instead of Current when the source has it.
+type ModelLeaser interface {
+	ModelSource
+	// Lease is Current plus revoked, a channel closed once the returned
+	// configuration is withdrawn (nil when it never is). It is one atomic
+	// read: a configuration withdrawn before Lease returns comes with a
+	// closed channel or not at all.
+	Lease() (cfg model.Config, p model.Provider, revoked <-chan struct{}, ok bool)
+}
+
 // StaticModel is a ModelSource that always returns the same model.
 func StaticModel(cfg model.Config, p model.Provider) ModelSource { return staticModel{cfg, p} }
 

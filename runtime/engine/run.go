@@ -54,8 +54,12 @@ type outcome struct {
 // shutdown cancels it.
 func (e *Engine) endMove(ctx context.Context, t *task, out outcome) moveSpec {
 	if ctx.Err() != nil {
-		if errors.Is(context.Cause(ctx), errExecutionTimeout) {
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, errExecutionTimeout):
 			ce := errcode.Newf(errcode.ExecutionTimeout, "The task ran longer than %s and was stopped.", e.lim.ExecutionTimeout)
+			return moveSpec{to: store.TaskFailed, event: EvTaskFailed, body: TaskEndBody{Error: infoOf(ce)}, err: ce}
+		case errors.Is(cause, errKeyRevoked):
+			ce := keyRevoked()
 			return moveSpec{to: store.TaskFailed, event: EvTaskFailed, body: TaskEndBody{Error: infoOf(ce)}, err: ce}
 		}
 		e.mu.Lock()
@@ -85,9 +89,12 @@ func (e *Engine) turn(ctx context.Context, t *task) outcome {
 	if err != nil {
 		return outcome{err: e.storeErr(err)}
 	}
-	cfg, provider, ok := e.models.Current()
+	cfg, provider, revoked, ok := e.lease()
 	if !ok {
 		return outcome{err: errcode.New(errcode.ModelNotConfigured, "No model is configured; set a model and key in AgentOS settings.")}
+	}
+	if revoked != nil {
+		defer e.stopOnRevoke(t, revoked)()
 	}
 	view := SessionView{SessionID: row.ID, TaskID: t.id, Caller: t.caller, Scope: scopeOf(row), Mode: modeOf(row)}
 	defs, section := e.prepareTools(ctx, view)
@@ -136,6 +143,34 @@ func (e *Engine) turn(ctx context.Context, t *task) outcome {
 			req.Messages = append(req.Messages, msg)
 		}
 	}
+}
+
+// lease asks the model source for the turn's model, with the channel
+// that says it was withdrawn when the source can tell.
+func (e *Engine) lease() (model.Config, model.Provider, <-chan struct{}, bool) {
+	if l, ok := e.models.(ModelLeaser); ok {
+		return l.Lease()
+	}
+	cfg, p, ok := e.models.Current()
+	return cfg, p, nil, ok
+}
+
+// stopOnRevoke ends t's context with errKeyRevoked once revoked closes;
+// the returned func stops the watch (the turn is over) and waits for it.
+func (e *Engine) stopOnRevoke(t *task, revoked <-chan struct{}) func() {
+	over := make(chan struct{})
+	done := make(chan struct{})
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		defer close(done)
+		select {
+		case <-revoked:
+			t.cancel(errKeyRevoked)
+		case <-over:
+		}
+	}()
+	return func() { close(over); <-done }
 }
 
 func (e *Engine) markWriter(mark *store.ToolCallMark) func(context.Context, store.Event) error {

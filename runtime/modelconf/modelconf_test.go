@@ -182,3 +182,65 @@ func TestBrokenConfigRunsWithoutModel(t *testing.T) {
 		t.Fatalf("broken config: %+v", s.Show())
 	}
 }
+
+// closed reports whether a lease's revoked channel is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestLeaseRevokedByKeyRemoval(t *testing.T) {
+	t.Parallel()
+	openai := model.Config{Provider: "openai", BaseURL: "https://api.example.com/v1", Model: "m"}
+	key := secret
+	empty := ""
+	tests := []struct {
+		name string
+		// set is the configuration leased; remove takes it away.
+		set    func(*modelconf.Store) error
+		remove func(*modelconf.Store) error
+		// revoked: the leases taken before remove are withdrawn.
+		revoked bool
+		// usable: a lease after remove still has a model.
+		usable bool
+	}{
+		{"clear", func(s *modelconf.Store) error { return s.Set(openai, &key) }, (*modelconf.Store).Clear, true, false},
+		{"clear scripted", func(s *modelconf.Store) error { return s.Set(model.Config{Provider: "scripted"}, nil) }, (*modelconf.Store).Clear, true, false},
+		{"set without the key", func(s *modelconf.Store) error { return s.Set(openai, &key) },
+			func(s *modelconf.Store) error { return s.Set(openai, &empty) }, true, false},
+		{"set with a new key", func(s *modelconf.Store) error { return s.Set(openai, &key) },
+			func(s *modelconf.Store) error { other := "sk-other"; return s.Set(openai, &other) }, false, true},
+		{"set keeping the key", func(s *modelconf.Store) error { return s.Set(openai, &key) },
+			func(s *modelconf.Store) error { return s.Set(model.Config{Provider: "scripted"}, nil) }, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := modelconf.Open(t.TempDir(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tt.set(s); err != nil {
+				t.Fatal(err)
+			}
+			_, p, before, ok := s.Lease()
+			if !ok || p == nil || before == nil || closed(before) {
+				t.Fatalf("lease before: ok=%v", ok)
+			}
+			if err := tt.remove(s); err != nil {
+				t.Fatal(err)
+			}
+			if closed(before) != tt.revoked {
+				t.Fatalf("revoked = %v, want %v", closed(before), tt.revoked)
+			}
+			_, _, after, ok := s.Lease()
+			if ok != tt.usable || (ok && closed(after)) {
+				t.Fatalf("lease after: ok=%v closed=%v", ok, ok && closed(after))
+			}
+		})
+	}
+}

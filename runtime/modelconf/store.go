@@ -48,9 +48,12 @@ type Store struct {
 	provider model.Provider
 	openErr  error
 	loadErr  string // why model.json was not used
+	// revoked is closed when the owner removes the key: every turn that
+	// leased a configuration since the last removal is then stopped.
+	revoked chan struct{}
 }
 
-var _ engine.ModelSource = (*Store)(nil)
+var _ engine.ModelLeaser = (*Store)(nil)
 
 // Open reads the configuration from dir (the runtime's data directory).
 // No model.json means no model; a broken one is an error (the owner
@@ -60,7 +63,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if opts != nil {
 		o = *opts
 	}
-	s := &Store{dir: dir, opts: o.Providers, fallback: o.FallbackKey, log: o.Logger}
+	s := &Store{dir: dir, opts: o.Providers, fallback: o.FallbackKey, log: o.Logger, revoked: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -137,6 +140,25 @@ func (s *Store) Current() (model.Config, model.Provider, bool) {
 	return s.cfg, s.provider, true
 }
 
+// Lease implements engine.ModelLeaser: revoked is closed by the next
+// Clear (or a Set that removes the key), which stops the turns using
+// this configuration with model_not_configured, reason key_revoked.
+func (s *Store) Lease() (model.Config, model.Provider, <-chan struct{}, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.set || s.provider == nil {
+		return s.cfg, nil, nil, false
+	}
+	return s.cfg, s.provider, s.revoked, true
+}
+
+// revokeLocked stops the turns of every configuration leased so far;
+// s.mu must be held.
+func (s *Store) revokeLocked() {
+	close(s.revoked)
+	s.revoked = make(chan struct{})
+}
+
 // Info is the configuration as `model show` reports it: never the key.
 type Info struct {
 	Configured bool     `json:"configured"`
@@ -188,6 +210,14 @@ func (s *Store) Set(cfg model.Config, key *string) error {
 		if err := os.Remove(keyPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return errcode.Wrap(errcode.StoreFailed, "the key file could not be removed", err)
 		}
+		// A removed key stops the turns using it, as model clear does.
+		s.mu.Lock()
+		removed := s.cfg.Key != "" || s.fallback != ""
+		s.fallback = ""
+		if removed {
+			s.revokeLocked()
+		}
+		s.mu.Unlock()
 	default:
 		if err := writeFile(keyPath, []byte(*key+"\n")); err != nil {
 			return errcode.Wrap(errcode.StoreFailed, "the key file could not be written", err)
@@ -229,6 +259,9 @@ func (s *Store) Clear() error {
 	s.cfg, s.set, s.provider, s.openErr, s.loadErr = model.Config{}, false, nil, nil, ""
 	// A cleared key stays cleared, whatever the runtime started with.
 	s.fallback = ""
+	// The turns using the cleared configuration stop (spec §3.2,
+	// key_revoked); tasks that start from now on find no model.
+	s.revokeLocked()
 	s.mu.Unlock()
 	s.log.Info("modelconf: model cleared")
 	return nil

@@ -155,8 +155,9 @@ type msg struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 		Data    struct {
-			AgentosCode string `json:"agentosCode"`
-			TaskID      string `json:"taskId"`
+			AgentosCode string         `json:"agentosCode"`
+			TaskID      string         `json:"taskId"`
+			Details     map[string]any `json:"details"`
 		} `json:"data"`
 	} `json:"error"`
 }
