@@ -1,11 +1,13 @@
 package callerchan_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,13 +18,17 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testbin"
 	"github.com/agentoslab/agentlab/runtime/admin"
 	"github.com/agentoslab/agentlab/runtime/apps"
+	"github.com/agentoslab/agentlab/runtime/apps/launcher"
 	"github.com/agentoslab/agentlab/runtime/callerchan"
+	"github.com/agentoslab/agentlab/runtime/consent"
 	"github.com/agentoslab/agentlab/runtime/consent/callers"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/supervise"
 	"github.com/agentoslab/agentlab/runtime/transport"
+	"github.com/agentoslab/agentlab/sampleapps/mcptest"
 )
 
 // backend is a runtime the third-party cases run against: in process
@@ -46,6 +52,14 @@ type backend interface {
 	slotFree(a callers.App) bool
 	logs() string
 	storeBytes() []byte
+	// testPlugin makes the test plugin's echo and stats (mcptest, spec
+	// §9.6) callable, every call asked through consent answered by mode
+	// (AutoOff: the cards wait for the owner).
+	testPlugin(mode consent.AutoMode)
+	// pendingCards are the consent cards waiting for the owner.
+	pendingCards() []consent.View
+	// answerCard answers a pending card as the owner.
+	answerCard(id string, c consent.Choice) bool
 }
 
 // errNotFound is agentos.acp.not_found from either backend.
@@ -128,6 +142,14 @@ func (r *runtimeEnv) slotFree(a callers.App) bool {
 
 func (r *runtimeEnv) logs() string { return r.logBuf.String() }
 
+// testPlugin: the in-process tools are always there; only the consent
+// mode changes.
+func (r *runtimeEnv) testPlugin(mode consent.AutoMode) { r.co.SetMode(mode) }
+
+func (r *runtimeEnv) pendingCards() []consent.View { return r.co.Pending() }
+
+func (r *runtimeEnv) answerCard(id string, c consent.Choice) bool { return r.co.Respond(id, c) }
+
 func (r *runtimeEnv) storeBytes() []byte {
 	db, _ := os.ReadFile(r.dbPath)
 	wal, _ := os.ReadFile(r.dbPath + "-wal")
@@ -136,33 +158,15 @@ func (r *runtimeEnv) storeBytes() []byte {
 
 // --- the real binary ---
 
-// agentosdBin is agentosd built once for the binary backend.
-var agentosdBin struct {
-	once sync.Once
-	path string
-	err  error
-}
-
+// buildAgentosd is agentosd as shipped (with the extension host), built
+// once per test binary.
 func buildAgentosd(t testing.TB) string {
 	t.Helper()
-	agentosdBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "callerchan-agentosd-")
-		if err != nil {
-			agentosdBin.err = err
-			return
-		}
-		os.Chmod(dir, 0o755)
-		agentosdBin.path = filepath.Join(dir, "agentosd")
-		out, err := exec.Command("go", "build", "-o", agentosdBin.path, "github.com/agentoslab/agentlab/runtime/cmd/agentosd").CombinedOutput()
-		if err != nil {
-			agentosdBin.err = fmt.Errorf("build agentosd: %v\n%s", err, out)
-		}
-	})
-	if agentosdBin.err != nil {
-		t.Fatal(agentosdBin.err)
-	}
-	return agentosdBin.path
+	return testbin.Path(t, "github.com/agentoslab/agentlab/runtime/cmd/agentosd")
 }
+
+// testPluginID is mcptest's plugin id (spec §9.6).
+const testPluginID = mcptest.Package + "/agent-plugin"
 
 // binaryUIDs hands out runtime uids and app uid ranges per runtime.
 var binaryUIDs = struct {
@@ -178,6 +182,8 @@ type binaryEnv struct {
 	in     *apps.Installer
 	adm    *admin.Client
 	stderr *syncBuffer
+	// runtimeUID is serve's uid, the only peer the launcher admits.
+	runtimeUID int
 
 	mu       sync.Mutex
 	keys     map[string]ed25519.PrivateKey // by signer label (the app's digest in the case)
@@ -200,7 +206,7 @@ func newBinaryRuntime(t testing.TB, cfg callers.Config) *binaryEnv {
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
 	os.Chmod(root, 0o755)
-	e := &binaryEnv{t: t, root: root, data: filepath.Join(root, "data"), stderr: &syncBuffer{},
+	e := &binaryEnv{t: t, root: root, data: filepath.Join(root, "data"), stderr: &syncBuffer{}, runtimeUID: runtimeUID,
 		names: transport.Names{Prefix: fmt.Sprintf("bin%d-%d-", os.Getpid(), n)},
 		keys:  map[string]ed25519.PrivateKey{}, versions: map[string]int64{}}
 	os.MkdirAll(e.data, 0o700)
@@ -212,6 +218,17 @@ func newBinaryRuntime(t testing.TB, cfg callers.Config) *binaryEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.in.Close() })
+	// The supervisor's launcher, so the extension host can have provider
+	// apps started under their uids (it stops them after serve has ended).
+	ls, err := launcher.NewServer(&launcher.Options{Installer: e.in, Names: e.names, RuntimeUID: runtimeUID,
+		StopGrace: time.Second, Logger: slog.New(slog.NewTextHandler(e.stderr, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ls.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ls.Close() })
 	cmd := exec.Command(bin, "serve", "--data", e.data, "--socket-prefix", e.names.Prefix, "--log-level", "debug")
 	cmd.Env = []string{"AGENTOS_ROOT=" + root, "PATH=/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(runtimeUID), Gid: uint32(runtimeUID)}}
@@ -410,6 +427,78 @@ func (e *binaryEnv) slotFree(a callers.App) bool {
 }
 
 func (e *binaryEnv) logs() string { return e.stderr.String() }
+
+// testPlugin installs mcptest as a signed bundle, has the extension host
+// read it, enables the plugin (new plugins start off), waits until echo is
+// in the runtime's catalog and sets the consent mode.
+func (e *binaryEnv) testPlugin(mode consent.AutoMode) {
+	e.t.Helper()
+	bin := testbin.Path(e.t, "github.com/agentoslab/agentlab/sampleapps/mcptest/cmd/mcptest")
+	key, err := apps.GenerateKey()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	path := filepath.Join(e.root, "mcptest.agentapp")
+	f, err := os.Create(path)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := mcptest.WriteBundle(context.Background(), f, key, bin, mcptest.BundleOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	f.Close()
+	res, err := e.in.Install(context.Background(), path)
+	if err != nil {
+		e.t.Fatalf("install mcptest: %v", err)
+	}
+	e.waitTable(mcptest.Package, res.Package.SigningDigest)
+	for _, step := range []struct {
+		method string
+		params any
+	}{
+		{"plugins.rescan", nil},
+		{"plugins.enable", map[string]string{"id": testPluginID}},
+		{"consent.mode", map[string]string{"mode": string(mode)}},
+	} {
+		if err := e.call(step.method, step.params, nil); err != nil {
+			e.t.Fatalf("%s: %v", step.method, err)
+		}
+	}
+	var v struct {
+		Met *bool `json:"met"`
+	}
+	err = e.call("catalog", map[string]any{"wait": "mcp__mcptest__test__echo", "timeoutMs": 30000}, &v)
+	if err != nil || v.Met == nil || !*v.Met {
+		e.t.Fatalf("echo is not in the catalog: %v", err)
+	}
+}
+
+// pendingCards reads the cards as the owner does: `agentosd ctl consent
+// list --json`.
+func (e *binaryEnv) pendingCards() []consent.View {
+	e.t.Helper()
+	cmd := exec.Command(buildAgentosd(e.t), "ctl", "--socket-prefix", e.names.Prefix, "consent", "list", "--json")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	var l struct {
+		Pending []consent.View `json:"pending"`
+	}
+	if err != nil || json.Unmarshal(out, &l) != nil {
+		e.t.Fatalf("ctl consent list: %v %s %s", err, out, errb.String())
+	}
+	return l.Pending
+}
+
+func (e *binaryEnv) answerCard(id string, c consent.Choice) bool {
+	var r struct {
+		Accepted bool `json:"accepted"`
+	}
+	if err := e.call("consent.respond", map[string]string{"id": id, "choice": string(c)}, &r); err != nil {
+		e.t.Fatalf("consent.respond: %v", err)
+	}
+	return r.Accepted
+}
 
 func (e *binaryEnv) storeBytes() []byte {
 	db, _ := os.ReadFile(filepath.Join(e.data, "agentos.db"))

@@ -18,13 +18,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testbin"
 	"github.com/agentoslab/agentlab/runtime/acp"
 	"github.com/agentoslab/agentlab/runtime/admin"
 	"github.com/agentoslab/agentlab/runtime/bridge"
 	"github.com/agentoslab/agentlab/runtime/callerchan"
 	"github.com/agentoslab/agentlab/runtime/catalog"
+	"github.com/agentoslab/agentlab/runtime/consent"
 	"github.com/agentoslab/agentlab/runtime/consent/callers"
 	"github.com/agentoslab/agentlab/runtime/engine"
+	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/model"
 	"github.com/agentoslab/agentlab/runtime/model/script"
 	"github.com/agentoslab/agentlab/runtime/quota"
@@ -54,7 +57,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := testbin.Main(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -85,18 +88,21 @@ var testTools = []catalog.ToolID{
 }
 
 // pluginTools is an engine.Tools over testTools with catalog naming and
-// toolScope filtering; echo returns its "text" argument.
+// toolScope filtering; echo returns its "text" argument, as mcptest's
+// does. Every call asks the consent coordinator first, as the broker does
+// for a third-party MCP tool (risk WRITE, spec §5.1).
 type pluginTools struct {
-	names  map[catalog.ToolID]string
-	byName map[string]catalog.ToolID
+	names   map[catalog.ToolID]string
+	byName  map[string]catalog.ToolID
+	consent *consent.Coordinator
 }
 
-func newPluginTools() *pluginTools {
+func newPluginTools(co *consent.Coordinator) *pluginTools {
 	names, err := catalog.Assign(testTools)
 	if err != nil {
 		panic(err)
 	}
-	p := &pluginTools{names: names, byName: map[string]catalog.ToolID{}}
+	p := &pluginTools{names: names, byName: map[string]catalog.ToolID{}, consent: co}
 	for id, n := range names {
 		p.byName[n] = id
 	}
@@ -142,17 +148,24 @@ func (p *pluginTools) Call(ctx context.Context, req engine.ToolCallRequest, ev e
 		return engine.ToolResult{Text: "[agentos:tool_not_in_catalog] Tool " + req.Name + " is not available.",
 			IsError: true, Code: "tool_not_in_catalog", Outcome: engine.OutcomeRejected}, nil
 	}
+	id := p.byName[req.Name]
+	c := req.Session.Caller
+	out := p.consent.Ask(ctx, consent.Request{
+		SessionID: req.Session.SessionID, TaskID: req.Session.TaskID, ToolCallID: req.ToolCallID,
+		Caller:   consent.Initiator{Kind: string(c.Kind), UID: c.UID, Package: c.Package, Label: c.Label},
+		ToolName: req.Name, Source: &id, Arguments: req.Arguments, Risk: catalog.RiskWrite,
+		Options: consent.Options(consent.Offer{Risk: catalog.RiskWrite, Rememberable: true, Source: &id}),
+	})
+	if !out.Allowed() {
+		return engine.ToolResult{Text: errcode.ToolText(errcode.ToolDenied, out.DenialText()), IsError: true,
+			Code: string(errcode.ToolDenied), Outcome: engine.OutcomeRejected}, nil
+	}
 	if err := ev.Emit(ctx, engine.EvToolDispatched, engine.ToolRefBody{ToolCallID: req.ToolCallID}); err != nil {
 		return engine.ToolResult{}, err
 	}
 	var args struct{ Text string }
 	json.Unmarshal(req.Arguments, &args)
-	return engine.ToolResult{Text: `{"echo":` + mustJSON(args.Text) + `}`, Outcome: engine.OutcomeCompleted}, nil
-}
-
-func mustJSON(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
+	return engine.ToolResult{Text: args.Text, Outcome: engine.OutcomeCompleted}, nil
 }
 
 // holdPrompt is an inline model script (runtime/model/script) that
@@ -160,12 +173,16 @@ func mustJSON(v any) string {
 const holdPrompt = "#!agentos-script\nsteps:\n  - text: working\n    hangAfter: 1\n"
 
 // callPrompt is an inline script calling the test plugin's echo with
-// text, then echo again with what the first call returned (so the second
-// call's arguments prove the result reached the model).
+// text, then echo again with "got " and what the first call returned (so
+// the second call's arguments prove the result reached the model).
 func callPrompt(text string) string {
 	return "#!agentos-script\nsteps:\n  - toolCalls:\n      - mcp: [mcptest, test, echo]\n        arguments: {text: " + text +
-		"}\n  - toolCalls:\n      - mcp: [mcptest, test, echo]\n        arguments: {text: \"$result[0].echo\"}\nfinal: done\n"
+		"}\n  - toolCalls:\n      - mcp: [mcptest, test, echo]\n        arguments: {text: \"got ${result[0]}\"}\nfinal: done\n"
 }
+
+// writePrompt is an inline script making one echo call (a WRITE tool, so
+// the user is asked) and then ending the turn.
+const writePrompt = "#!agentos-script\nsteps:\n  - toolCalls:\n      - mcp: [mcptest, test, echo]\n        arguments: {text: ping}\nfinal: done\n"
 
 // runtimeEnv is an in-process runtime: store, engine, ACP agent, quota,
 // authorization registry and the caller channel on a real socket.
@@ -176,6 +193,7 @@ type runtimeEnv struct {
 	eng    *engine.Engine
 	quota  *quota.Quota
 	reg    *callers.Registry
+	co     *consent.Coordinator
 	srv    *callerchan.Server
 	adm    *admin.Server
 	br     *bridge.Bridge
@@ -206,7 +224,10 @@ func newRuntimeLookup(t testing.TB, cfg callers.Config, lookup callerchan.Lookup
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	q := quota.New(&quota.Options{Logger: logger})
-	eng, err := engine.New(ctx, &engine.Options{Store: st, Tools: newPluginTools(), Admission: q, Logger: logger,
+	// Consent answers itself (allow) unless a case asks for the cards.
+	co := consent.NewCoordinator(&consent.CoordinatorOptions{Logger: logger})
+	co.SetMode(consent.AutoAllow)
+	eng, err := engine.New(ctx, &engine.Options{Store: st, Tools: newPluginTools(co), Admission: q, Logger: logger,
 		Models: engine.StaticModel(model.Config{Provider: "scripted"}, script.NewProvider(nil)),
 		Limits: engine.Limits{CancelWait: 3 * time.Second, CancelGrace: 200 * time.Millisecond}})
 	if err != nil {
@@ -221,7 +242,7 @@ func newRuntimeLookup(t testing.TB, cfg callers.Config, lookup callerchan.Lookup
 		t.Fatal(err)
 	}
 	env := &runtimeEnv{t: t, names: transport.Names{Prefix: fmt.Sprintf("cc%d-%d-", os.Getpid(), prefixSeq.Add(1))},
-		st: st, eng: eng, quota: q, reg: reg, logBuf: logs, dbPath: dbPath, pkgs: map[int][]callers.App{}}
+		st: st, eng: eng, quota: q, reg: reg, co: co, logBuf: logs, dbPath: dbPath, pkgs: map[int][]callers.App{}}
 	agent := acp.New(eng, &acp.Options{Version: "test", CancelWait: 3 * time.Second, Logger: logger})
 	if lookup == nil {
 		lookup = func(uid int) []callers.App {
@@ -261,6 +282,7 @@ func newRuntimeLookup(t testing.TB, cfg callers.Config, lookup callerchan.Lookup
 		br.Close()
 		srv.Close()
 		reg.Close()
+		co.Close()
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		eng.Close(cctx)

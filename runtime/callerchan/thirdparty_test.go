@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/consent"
 	"github.com/agentoslab/agentlab/runtime/consent/callers"
 	"github.com/agentoslab/agentlab/runtime/sdk/acpclient"
 )
@@ -33,9 +34,10 @@ var cases = map[string][]string{
 	"abandon":              {"wasPending", "cardWithdrawnWithoutDenial"},
 	"revoke-closes":        {"channelWasOpen", "taskWasRunning", "revokeAccepted", "serverClosedChannelAtOnce", "tasksCancelled", "cancelRecorded", "slotFreed", "sdkSawDisconnect", "promptEndedDisconnected", "afterRevokeDenied", "reAllowedPromptRuns"},
 	"revoke-after-detach":  {"detached", "noChannelLeft", "taskOutlivedItsChannel", "revokeAccepted", "tasksCancelled", "cancelRecorded"},
-	"spoofed-name":         {"opened", "registryHasOnlyRealPackage", "claimedNameNotRecorded", "notesNotGranted"},
-	"list-shape":           {"pendingKeys", "allowedKeys", "deniedKeys", "usageKeys", "pendingHasRequestOnly", "allowedHasNoRequest", "deniedHasUntil"},
-	"settings-actions":     {"answerAllows", "secondAnswerIgnored", "denyThenCooldown", "allowClearsCooldown", "removeForgets", "unknownPackageNotFound"},
+	"spoofed-name": {"opened", "registryHasOnlyRealPackage", "claimedNameNotRecorded", "notesNotGranted",
+		"cardSeen", "cardCallerIsApp", "cardCallerPackageIsReal", "initiatorLineNamesRealPackage", "cardHasNoClaimedName"},
+	"list-shape":       {"pendingKeys", "allowedKeys", "deniedKeys", "usageKeys", "pendingHasRequestOnly", "allowedHasNoRequest", "deniedHasUntil"},
+	"settings-actions": {"answerAllows", "secondAnswerIgnored", "denyThenCooldown", "allowClearsCooldown", "removeForgets", "unknownPackageNotFound"},
 	"sessions": {"created", "twoTurns", "sessionId", "listWithTitles", "loadOnOtherConnection", "loadComplete", "loadOrdered", "loadContinuable",
 		"resumeNoReplay", "forkCarriesTurns", "modeDefault", "modeReadOnlyVisibleOnLoad", "modeChat", "modeCannotWiden", "noModelsSelectable", "setModelUnsupported",
 		"mcpLoopbackRejected", "mcpCloudMetadataRejected", "mcpPrivateNetRejected", "mcpUserinfoRejected", "mcpCRLFHeaderRejected",
@@ -176,19 +178,14 @@ var backends = []struct {
 	{"agentosd", func(t *testing.T, cfg callers.Config) backend { return newBinaryRuntime(t, cfg) }},
 }
 
-// inProcessOnly are the cases the real binary cannot run yet: the test
-// plugin's tools come with the extension host.
-var inProcessOnly = map[string]bool{"catalog-tools": true}
-
+// Every case runs against both backends, every named check asserted in
+// each.
 func TestThirdPartyRegression(t *testing.T) {
 	needRoot(t)
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			t.Parallel()
 			for _, name := range sortedCases() {
-				if be.name != "inprocess" && inProcessOnly[name] {
-					continue
-				}
 				runCase(t, name, func(t *testing.T, c *checks) {
 					caseFuncs[name](t, c, func(cfg callers.Config) backend { return be.open(t, cfg) })
 				})
@@ -269,6 +266,7 @@ var caseFuncs = map[string]func(t *testing.T, c *checks, open opener){
 	},
 	"catalog-tools": func(t *testing.T, c *checks, open opener) {
 		rt := open(callers.Config{})
+		rt.testPlugin(consent.AutoAllow)
 		a := rt.install(notesApp(), "")
 		rt.preAllow(a)
 		h := rt.startApp(a.UID)
@@ -287,7 +285,7 @@ var caseFuncs = map[string]func(t *testing.T, c *checks, open opener){
 		c.check("noScopeCompleted", firstDone.Status == "COMPLETED", toolEvents(p.Events))
 		c.check("noScopeShowsFinalName", firstDone.Tool == final && firstDone.Ref == "", firstDone)
 		// The second call's arguments were taken from the first result.
-		c.check("noScopeResultReachedModel", secondDone.Result == `{"echo":"ping"}` && done(p.Events) == "end_turn", secondDone)
+		c.check("noScopeResultReachedModel", secondDone.Result == "got ping" && done(p.Events) == "end_turn", secondDone)
 
 		s2 := h.do(map[string]any{"op": "new", "scope": scopeOf(acpclient.ToolRef{Plugin: "mcptest", Tool: "stats"})})
 		p2 := h.do(map[string]any{"op": "prompt", "session": s2.Session, "text": callPrompt("ping")})
@@ -405,6 +403,7 @@ var caseFuncs = map[string]func(t *testing.T, c *checks, open opener){
 	},
 	"spoofed-name": func(t *testing.T, c *checks, open opener) {
 		rt := open(callers.Config{})
+		rt.testPlugin(consent.AutoOff) // consent cards wait for the owner
 		spoof := rt.install(callers.App{UID: newUID(), Package: "org.example.spoof", Label: "Spoof", SigningDigest: digestOf(0x77)}, "")
 		notes := rt.install(callers.App{UID: newUID(), Package: "org.agentos.sample.notes", Label: "Notes", SigningDigest: digestOf(0x78)}, "")
 		rt.preAllow(spoof)
@@ -419,6 +418,31 @@ var caseFuncs = map[string]func(t *testing.T, c *checks, open opener){
 		c.check("claimedNameNotRecorded", !claimed)
 		reason, _, _ := openLine(rt.startApp(notes.UID).do(map[string]any{"op": "raw"}))
 		c.check("notesNotGranted", reason == "authorization_pending", reason)
+
+		// The app's model calls a WRITE tool: the owner's card names the
+		// app the uid belongs to, never the name it claimed.
+		h.do(map[string]any{"op": "promptAsync", "session": s.Session, "text": writePrompt})
+		var cards []consent.View
+		seen := waitFor(t, 20*time.Second, func() bool { cards = rt.pendingCards(); return len(cards) > 0 })
+		c.check("cardSeen", seen && len(cards) == 1, cards)
+		var card consent.View
+		if len(cards) > 0 {
+			card = cards[0]
+		}
+		c.check("cardCallerIsApp", card.CallerKind == consent.CallerApp && card.Card.Caller.Kind == consent.CallerApp &&
+			card.Card.Caller.UID == spoof.UID, card.CallerKind, card.Card.Caller)
+		c.check("cardCallerPackageIsReal", card.CallerPackage == spoof.Package && card.Card.Caller.PackageName == spoof.Package,
+			card.CallerPackage, card.Card.Caller)
+		c.check("initiatorLineNamesRealPackage", strings.Contains(card.InitiatorLine, "（"+spoof.Package+"）") &&
+			strings.Contains(card.InitiatorLine, spoof.Label), card.InitiatorLine)
+		whole, _ := json.Marshal(card)
+		c.check("cardHasNoClaimedName", len(whole) > 2 && !strings.Contains(strings.ToLower(string(whole)), "notes"), string(whole))
+		// The owner declines; the turn goes on without the call.
+		answered := card.RequestID != "" && rt.answerCard(card.RequestID, consent.Deny)
+		w := h.do(map[string]any{"op": "wait"})
+		if !answered || done(w.Events) != "end_turn" {
+			t.Errorf("after the owner's answer (%v): %v %v", answered, w.Events, w.Err)
+		}
 	},
 	"list-shape": func(t *testing.T, c *checks, open opener) {
 		rt := open(callers.Config{})
