@@ -60,7 +60,7 @@ func TestModelClearStopsRunningTurn(t *testing.T) {
 	c.call("initialize", map[string]any{"protocolVersion": 1}, nil)
 	id := c.newSession()
 	running := c.send("session/prompt", scriptPrompt(id, "steps:",
-		"  - text: [one, two, three, four, five, six, seven, eight, nine, ten, eleven, twelve]", "    intervalMs: 500"))
+		"  - text: [one, two, three, four, five, six, seven, eight, nine, ten, eleven, twelve]", "    intervalMs: 1000"))
 	live := chunkText(c.waitUpdates(id, 2, func(u update) bool { return u.Update.Kind == "agent_message_chunk" }), "agent_message_chunk")
 
 	// A second connection's prompt on the same session queues behind it.
