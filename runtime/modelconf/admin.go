@@ -17,7 +17,7 @@ import (
 //	admin.Provide(adminSrv, store) // *modelconf.Store
 func init() {
 	admin.Register(
-		admin.Method{Name: "model.clear", Perm: admin.Owner, Summary: "remove the model configuration and key", Handle: modelClear},
+		admin.Method{Name: "model.clear", Perm: admin.Owner, Summary: "remove the model configuration and key; running turns stop (key_revoked)", Handle: modelClear},
 		admin.Method{Name: "model.set", Perm: admin.Owner, Summary: "set the model (the key comes from ctl's stdin)", Handle: modelSet},
 		admin.Method{Name: "model.show", Perm: admin.Owner, Summary: "show the model configuration (never the key)", Handle: modelShow},
 	)
@@ -26,7 +26,7 @@ func init() {
 			Args:    "--provider openai|anthropic|scripted [--base-url U] [--model M] [--choices a,b] [--script F] [--key-stdin]",
 			Summary: "set the model; with --key-stdin the key is read from stdin", Params: setParams, Text: printInfo},
 		admin.Verb{Group: "model", Name: "show", Method: "model.show", Summary: "show the model configuration", Text: printInfo},
-		admin.Verb{Group: "model", Name: "clear", Method: "model.clear", Summary: "remove the model configuration and key", Text: printInfo},
+		admin.Verb{Group: "model", Name: "clear", Method: "model.clear", Summary: "remove the model configuration and key; running turns stop", Text: printInfo},
 	)
 }
 
