@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentoslab/agentlab/devices/adbserver"
 	"github.com/agentoslab/agentlab/devices/virtual"
+	"github.com/agentoslab/agentlab/internal/syncbuf"
 	rbridge "github.com/agentoslab/agentlab/runtime/bridge"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/transport"
@@ -142,7 +143,7 @@ func TestPairThenBridge(t *testing.T) {
 
 	// The bridge with the stored token: stdout carries only ACP.
 	pr, pw := io.Pipe()
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() {
 		ro := o
@@ -249,7 +250,7 @@ func TestPhoneCloses(t *testing.T) {
 	}
 	pr, pw := io.Pipe()
 	done := make(chan run, 1)
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	go func() {
 		o.Stdin, o.Stdout, o.Stderr = pr, out, io.Discard
 		done <- run{err: Run(context.Background(), o)}
@@ -266,23 +267,6 @@ func TestPhoneCloses(t *testing.T) {
 	if _, err := pw.Write([]byte("x")); err == nil {
 		t.Error("stdin still open after Run returned")
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

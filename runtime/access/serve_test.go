@@ -11,12 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"testing/fstest"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/syncbuf"
 	"github.com/agentoslab/agentlab/internal/testbin"
 	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/sdk/acpclient"
@@ -150,7 +150,7 @@ func TestServeWithAccess(t *testing.T) {
 	serve := exec.Command(agentosd, "serve", "--data", data, "--socket-prefix", prefix)
 	serve.Env = []string{"AGENTOS_ROOT=" + root, "PATH=/usr/bin:/bin"}
 	serve.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: runtimeUID, Gid: runtimeUID}}
-	serveLog := &syncBuffer{}
+	serveLog := &syncbuf.Buffer{}
 	serve.Stderr = serveLog
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
@@ -248,23 +248,4 @@ func TestServeWithAccess(t *testing.T) {
 	if strings.Contains(serveLog.String(), cr.Code) {
 		t.Fatal("pairing code in the runtime's log")
 	}
-}
-
-// syncBuffer is the runtime's stderr, written by exec's copier while the
-// test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

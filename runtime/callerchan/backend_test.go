@@ -18,6 +18,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/syncbuf"
 	"github.com/agentoslab/agentlab/internal/testbin"
 	"github.com/agentoslab/agentlab/runtime/admin"
 	"github.com/agentoslab/agentlab/runtime/apps"
@@ -181,7 +182,7 @@ type binaryEnv struct {
 	names  transport.Names
 	in     *apps.Installer
 	adm    *admin.Client
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	// runtimeUID is serve's uid, the only peer the launcher admits.
 	runtimeUID int
 
@@ -206,7 +207,7 @@ func newBinaryRuntime(t testing.TB, cfg callers.Config) *binaryEnv {
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
 	os.Chmod(root, 0o755)
-	e := &binaryEnv{t: t, root: root, data: filepath.Join(root, "data"), stderr: &syncBuffer{}, runtimeUID: runtimeUID,
+	e := &binaryEnv{t: t, root: root, data: filepath.Join(root, "data"), stderr: &syncbuf.Buffer{}, runtimeUID: runtimeUID,
 		names: transport.Names{Prefix: fmt.Sprintf("bin%d-%d-", os.Getpid(), n)},
 		keys:  map[string]ed25519.PrivateKey{}, versions: map[string]int64{}}
 	os.MkdirAll(e.data, 0o700)

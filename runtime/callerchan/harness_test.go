@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/syncbuf"
 	"github.com/agentoslab/agentlab/internal/testbin"
 	"github.com/agentoslab/agentlab/runtime/acp"
 	"github.com/agentoslab/agentlab/runtime/admin"
@@ -197,7 +198,7 @@ type runtimeEnv struct {
 	srv    *callerchan.Server
 	adm    *admin.Server
 	br     *bridge.Bridge
-	logBuf *syncBuffer
+	logBuf *syncbuf.Buffer
 	// dbPath is the store's file (leak checks read it).
 	dbPath string
 
@@ -221,7 +222,7 @@ func newRuntimeLookup(t testing.TB, cfg callers.Config, lookup callerchan.Lookup
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	q := quota.New(&quota.Options{Logger: logger})
 	// Consent answers itself (allow) unless a case asks for the cards.
@@ -394,24 +395,6 @@ func (a *app) do(cmd map[string]any) helperReply {
 		a.t.Fatalf("helper %d: bad reply %q", a.uid, a.out.Bytes())
 	}
 	return r
-}
-
-// syncBuffer collects the runtime's logs for leak checks.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // ctl runs `agentosd ctl` against this runtime and returns the exit code

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/syncbuf"
 	"github.com/agentoslab/agentlab/runtime/store"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
@@ -176,7 +177,7 @@ func TestStdio(t *testing.T) {
 	cmd := exec.Command(testBin, "stdio", "--data", data)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = &syncBuffer{}
+	cmd.Stderr = &syncbuf.Buffer{}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func TestServeAdmission(t *testing.T) {
 	prefix := uniquePrefix()
 	cmd := exec.Command(testBin, "serve", "--data", data, "--socket-prefix", prefix, "--allow-own-uid")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: runtimeUID, Gid: runtimeUID}}
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentoslab/agentlab/internal/syncbuf"
 )
 
 // TestOfficialTypeScriptClient drives `agentosd stdio` with the official
@@ -37,7 +39,7 @@ func TestOfficialTypeScriptClient(t *testing.T) {
 	}
 	cmd := exec.Command(node, "client.mjs", testBin, dataDir(t))
 	cmd.Dir = dir
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
 	defer timer.Stop()

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/syncbuf"
 	"github.com/agentoslab/agentlab/internal/testbin"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
@@ -79,26 +80,9 @@ type server struct {
 	cmd    *exec.Cmd
 	names  transport.Names
 	data   string
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	exited chan struct{}
 	err    error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startServe starts serve on data and waits until it accepts connections.
@@ -106,7 +90,7 @@ func startServe(t testing.TB, bin, data, prefix string, extra ...string) *server
 	t.Helper()
 	args := append([]string{"serve", "--data", data, "--socket-prefix", prefix, "--allow-own-uid"}, extra...)
 	s := &server{t: t, cmd: exec.Command(bin, args...), names: transport.Names{Prefix: prefix}, data: data,
-		stderr: &syncBuffer{}, exited: make(chan struct{})}
+		stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -16,12 +16,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/syncbuf"
 	"github.com/agentoslab/agentlab/runtime/admin"
 	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/apps/apptest"
@@ -98,28 +98,11 @@ type stack struct {
 	runtimeUID int
 	sup        *exec.Cmd
 	supDone    chan struct{}
-	log        *lockedBuffer
+	log        *syncbuf.Buffer
 	keys       []ed25519.PrivateKey
 }
 
 var stackSeq atomic.Int64
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // extFlags are the extension host's test timings: a short idle period.
 const extFlags = "--idle-timeout 3s"
@@ -134,7 +117,7 @@ func newStack(t testing.TB) *stack {
 		names:      transport.Names{Prefix: fmt.Sprintf("e2e%d-%d-", os.Getpid(), n)},
 		runtimeUID: 21000 + (os.Getpid()%40)*20 + n,
 		supDone:    make(chan struct{}),
-		log:        &lockedBuffer{},
+		log:        &syncbuf.Buffer{},
 	}
 	first := 23000 + ((os.Getpid()%40)*20+n)*20
 	env, err := exec.LookPath("env")

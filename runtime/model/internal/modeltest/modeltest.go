@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/syncbuf"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/model"
 )
@@ -378,7 +379,7 @@ func RunFailures(t *testing.T, cases []Case, open Open) {
 				srv = HTTP(t, tc.TLS, tc.Handler)
 				url = srv.URL
 			}
-			logs := &syncBuffer{}
+			logs := &syncbuf.Buffer{}
 			logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			p := open(t, url, Opts{Logger: logger, Timeout: tc.Timeout})
 			afterHeaders, err := Drain(context.Background(), p)
@@ -507,7 +508,7 @@ func RunRetries(t *testing.T, open Open, ok http.HandlerFunc) {
 		srv := HTTP(t, false, status(503, "Retry-After", "2"))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		logs := &syncBuffer{}
+		logs := &syncbuf.Buffer{}
 		_, err := Drain(ctx, open(t, srv.URL, Opts{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}))
 		NoLeak(t, err, logs.String())
 		Check(t, err, errcode.ModelUnavailable, map[string]any{"status": 503, "retryAfterSeconds": 2})
@@ -542,7 +543,7 @@ func retryAfterThenOK(t *testing.T, open Open, ok http.HandlerFunc, retryAfter f
 		}
 		ok(w, r)
 	})
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if _, err := Drain(context.Background(), open(t, srv.URL, Opts{Logger: logger})); err != nil {
 		t.Fatalf("Drain: %v", err)
@@ -585,24 +586,6 @@ func NoLeak(t testing.TB, err error, logs string) {
 			t.Errorf("the key leaked into %q", s)
 		}
 	}
-}
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // RunNeedsKeyAndModel checks that newProvider (the provider's New with
