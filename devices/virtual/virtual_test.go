@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -118,6 +119,9 @@ func TestADBShellAndProps(t *testing.T) {
 	}
 }
 
+// deviceTmp is Android's temp directory that the shell user may write.
+const deviceTmp = "/data/local/tmp"
+
 // TestPushPull50MB: adb push and pull of a 50 MB file are byte-identical,
 // and the pushed file belongs to the shell user with the pushed mode.
 func TestPushPull50MB(t *testing.T) {
@@ -138,12 +142,14 @@ func TestPushPull50MB(t *testing.T) {
 	if err := os.Chmod(src, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	a.must("-s", d.Serial(), "push", src, "/data/local/tmp/sub/big.bin")
-	if got := fields(a.mustShell(d, "stat -c '%u %a %s' /data/local/tmp/sub/big.bin")); got != "2000 640 52428800" {
+	// Paths inside the device, under Android's shell-writable temp dir.
+	big := path.Join(deviceTmp, "sub", "big.bin")
+	a.must("-s", d.Serial(), "push", src, big)
+	if got := fields(a.mustShell(d, "stat -c '%u %a %s' "+big)); got != "2000 640 52428800" {
 		t.Errorf("pushed file owner/mode/size = %q", got)
 	}
 	dst := filepath.Join(dir, "back.bin")
-	a.must("-s", d.Serial(), "pull", "/data/local/tmp/sub/big.bin", dst)
+	a.must("-s", d.Serial(), "pull", big, dst)
 	back, err := os.ReadFile(dst)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +158,7 @@ func TestPushPull50MB(t *testing.T) {
 		t.Fatalf("pulled file differs from pushed (%d bytes vs %d)", len(back), len(data))
 	}
 	// The host-side view of the device's /data is the same file.
-	onHost, err := os.ReadFile(filepath.Join(d.Root(), "data/local/tmp/sub/big.bin"))
+	onHost, err := os.ReadFile(filepath.Join(d.Root(), big))
 	if err != nil || !bytes.Equal(onHost, data) {
 		t.Fatalf("device root on host does not hold the pushed file: %v", err)
 	}
@@ -165,11 +171,12 @@ func TestPushPull50MB(t *testing.T) {
 	if err := os.Symlink("x", filepath.Join(tree, "lnk")); err != nil {
 		t.Fatal(err)
 	}
-	a.must("-s", d.Serial(), "push", tree, "/data/local/tmp/")
-	if got := fields(a.mustShell(d, "cat /data/local/tmp/tree/a/b/y; readlink /data/local/tmp/tree/lnk")); got != "2 x" {
+	a.must("-s", d.Serial(), "push", tree, deviceTmp+"/")
+	onDevice := path.Join(deviceTmp, "tree")
+	if got := fields(a.mustShell(d, "cat "+path.Join(onDevice, "a", "b", "y")+"; readlink "+path.Join(onDevice, "lnk"))); got != "2 x" {
 		t.Errorf("pushed tree: %q", got)
 	}
-	a.must("-s", d.Serial(), "pull", "/data/local/tmp/tree", filepath.Join(dir, "back"))
+	a.must("-s", d.Serial(), "pull", onDevice, filepath.Join(dir, "back"))
 	if b, err := os.ReadFile(filepath.Join(dir, "back", "a", "b", "y")); err != nil || string(b) != "2\n" {
 		t.Errorf("pulled tree: %q %v", b, err)
 	}
