@@ -70,13 +70,8 @@ type Server struct {
 	deps     map[reflect.Type]any // guarded by depsMu
 	sections []StatusSection      // guarded by depsMu
 
-	mu     sync.Mutex
-	ln     *transport.Listener   // guarded by mu
-	conns  map[net.Conn]struct{} // guarded by mu
-	cancel context.CancelFunc    // guarded by mu
-	closed bool                  // guarded by mu
-	wg     sync.WaitGroup        // accept loop and connections
-	slots  chan struct{}         // one per served connection
+	svc   transport.Service // the socket, its connections and goroutines
+	slots chan struct{}     // one per served connection
 }
 
 // NewServer returns a server; call Start to listen.
@@ -94,7 +89,6 @@ func NewServer(opts *Options) *Server {
 		idleTimeout: o.IdleTimeout,
 		logger:      o.Logger,
 		deps:        make(map[reflect.Type]any),
-		conns:       make(map[net.Conn]struct{}),
 	}
 	if o.RuntimeUID > 0 {
 		s.runtimeUID = o.RuntimeUID
@@ -160,58 +154,17 @@ func Use[T any](c *Call) (T, error) {
 // Start listens on the server's socket and serves until ctx ends or
 // Close is called.
 func (s *Server) Start(ctx context.Context) error {
-	ln, err := transport.Listen(s.name)
-	if err != nil {
+	if err := s.svc.Start(ctx, s.name, s.acceptLoop); err != nil {
 		return fmt.Errorf("admin: %w", err)
 	}
-	s.mu.Lock()
-	if s.closed || s.ln != nil {
-		s.mu.Unlock()
-		ln.Close()
-		return errors.New("admin: server already started or closed")
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	s.ln, s.cancel = ln, cancel
-	s.mu.Unlock()
-
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		<-ctx.Done()
-		s.shutdown()
-	}()
-	go func() {
-		defer s.wg.Done()
-		s.acceptLoop(ctx, ln)
-	}()
 	return nil
 }
 
 // Close stops listening, closes every connection and waits for the
 // server's goroutines. In-flight handlers see their context cancelled.
 func (s *Server) Close() error {
-	s.mu.Lock()
-	cancel := s.cancel
-	s.closed = true
-	s.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-	s.shutdown()
-	s.wg.Wait()
+	s.svc.Close()
 	return nil
-}
-
-func (s *Server) shutdown() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
-	if s.ln != nil {
-		s.ln.Close()
-	}
-	for c := range s.conns {
-		c.Close()
-	}
 }
 
 func (s *Server) acceptLoop(ctx context.Context, ln *transport.Listener) {
@@ -238,34 +191,17 @@ func (s *Server) acceptLoop(ctx context.Context, ln *transport.Listener) {
 			c.Close()
 			continue
 		}
-		if !s.track(c, true) {
+		if !s.svc.Track(c) {
 			<-s.slots
 			c.Close()
 			return
 		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
+		s.svc.Go(func() {
 			defer func() { <-s.slots }()
-			defer s.track(c, false)
-			defer c.Close()
+			defer s.svc.Untrack(c)
 			s.serveConn(ctx, c, class)
-		}()
+		})
 	}
-}
-
-func (s *Server) track(c net.Conn, add bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if add {
-		if s.closed {
-			return false
-		}
-		s.conns[c] = struct{}{}
-		return true
-	}
-	delete(s.conns, c)
-	return true
 }
 
 // classOf returns the peer classes of uid (0 = not admitted).

@@ -70,15 +70,11 @@ type Server struct {
 	o   Options
 	log *slog.Logger
 
-	mu     sync.Mutex // guards the fields below
-	ln     *transport.Listener
-	cancel context.CancelFunc
-	conns  map[net.Conn]int // live connections (admitted or not) by uid
-	perUID map[int]int
-	stats  Stats
-	closed bool
+	svc transport.Service // the socket, its connections and goroutines
 
-	wg sync.WaitGroup // accept loop and connections
+	mu     sync.Mutex  // guards the fields below
+	perUID map[int]int // live connections (admitted or not) by uid
+	stats  Stats
 }
 
 // New returns a server; call Start to listen.
@@ -96,7 +92,7 @@ func New(opts *Options) (*Server, error) {
 	if o.MaxConnsPerUID <= 0 {
 		o.MaxConnsPerUID = DefaultMaxConnsPerUID
 	}
-	s := &Server{o: o, log: o.Logger, conns: map[net.Conn]int{}, perUID: map[int]int{}}
+	s := &Server{o: o, log: o.Logger, perUID: map[int]int{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -115,57 +111,17 @@ func (s *Server) Stats() Stats {
 
 // Start listens and serves until ctx ends or Close is called.
 func (s *Server) Start(ctx context.Context) error {
-	ln, err := transport.Listen(s.o.Name)
-	if err != nil {
+	if err := s.svc.Start(ctx, s.o.Name, s.accept); err != nil {
 		return fmt.Errorf("callerchan: %w", err)
 	}
-	s.mu.Lock()
-	if s.closed || s.ln != nil {
-		s.mu.Unlock()
-		ln.Close()
-		return errors.New("callerchan: already started or closed")
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	s.ln, s.cancel = ln, cancel
-	s.mu.Unlock()
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		<-ctx.Done()
-		s.shutdown()
-	}()
-	go func() {
-		defer s.wg.Done()
-		s.accept(ctx, ln)
-	}()
 	return nil
 }
 
 // Close stops listening, closes every channel and waits for the server's
 // goroutines. Tasks the channels started keep running.
 func (s *Server) Close() error {
-	s.mu.Lock()
-	s.closed = true
-	cancel := s.cancel
-	s.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-	s.shutdown()
-	s.wg.Wait()
+	s.svc.Close()
 	return nil
-}
-
-func (s *Server) shutdown() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
-	if s.ln != nil {
-		s.ln.Close()
-	}
-	for c := range s.conns {
-		c.Close()
-	}
 }
 
 func (s *Server) accept(ctx context.Context, ln *transport.Listener) {
@@ -178,48 +134,41 @@ func (s *Server) accept(ctx context.Context, ln *transport.Listener) {
 			return
 		}
 		uid := c.Cred().UID
+		// Only this loop adds connections, so the counts cannot grow
+		// between the check and Track.
 		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			c.Close()
-			return
-		}
-		over := len(s.conns) >= s.o.MaxConns || s.perUID[uid] >= s.o.MaxConnsPerUID
-		if !over {
-			s.conns[c] = uid
-			s.perUID[uid]++
-		}
+		over := s.svc.Open() >= s.o.MaxConns || s.perUID[uid] >= s.o.MaxConnsPerUID
 		s.mu.Unlock()
 		if over {
 			s.log.Warn("callerchan: too many connections", "uid", uid)
 			// Written from its own goroutine: a peer that does not read
 			// must not stall the accept loop.
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
+			s.svc.Go(func() {
 				writeRefusal(c, &callers.Refusal{Reason: callers.ReasonNotOpen, Text: "too many connections to AgentOS; close some and retry"})
 				c.Close()
-			}()
+			})
 			continue
 		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer s.untrack(c)
+		if !s.svc.Track(c) {
+			c.Close()
+			return
+		}
+		s.mu.Lock()
+		s.perUID[uid]++
+		s.mu.Unlock()
+		s.svc.Go(func() {
+			defer s.untrack(c, uid)
 			s.serveConn(ctx, c)
-		}()
+		})
 	}
 }
 
-func (s *Server) untrack(c net.Conn) {
-	c.Close()
+func (s *Server) untrack(c net.Conn, uid int) {
+	s.svc.Untrack(c)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if uid, ok := s.conns[c]; ok {
-		delete(s.conns, c)
-		if s.perUID[uid]--; s.perUID[uid] <= 0 {
-			delete(s.perUID, uid)
-		}
+	if s.perUID[uid]--; s.perUID[uid] <= 0 {
+		delete(s.perUID, uid)
 	}
 }
 

@@ -94,13 +94,12 @@ type Server struct {
 	pass   []string // passed-through environment
 	runs   chan struct{}
 
+	svc transport.Service // the socket, its connections and their goroutines
+
 	mu       sync.Mutex
 	procs    map[procKey]*proc     // guarded by mu
 	watchers map[*watcher]struct{} // guarded by mu
-	conns    map[net.Conn]struct{} // guarded by mu
-	ln       *transport.Listener   // guarded by mu
 	closed   bool                  // guarded by mu
-	cancel   context.CancelFunc    // guarded by mu
 
 	startMu   sync.Mutex // one start at a time (see StartService)
 	installMu sync.Mutex // one install or uninstall at a time
@@ -142,7 +141,7 @@ func NewServer(opts *Options) (*Server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{o: o, logger: logger, runs: make(chan struct{}, o.MaxRuns),
-		procs: map[procKey]*proc{}, watchers: map[*watcher]struct{}{}, conns: map[net.Conn]struct{}{}}
+		procs: map[procKey]*proc{}, watchers: map[*watcher]struct{}{}}
 	for _, kv := range o.Environ {
 		if strings.HasPrefix(kv, "TZ=") || strings.HasPrefix(kv, "ANDROID_") {
 			s.pass = append(s.pass, kv)
@@ -156,29 +155,9 @@ func (s *Server) Socket() string { return s.o.Socket }
 
 // Start listens and serves until ctx ends or Close.
 func (s *Server) Start(ctx context.Context) error {
-	ln, err := transport.Listen(s.o.Socket)
-	if err != nil {
+	if err := s.svc.Start(ctx, s.o.Socket, s.accept); err != nil {
 		return fmt.Errorf("launcher: %w", err)
 	}
-	s.mu.Lock()
-	if s.closed || s.ln != nil {
-		s.mu.Unlock()
-		ln.Close()
-		return errors.New("launcher: already started or closed")
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	s.ln, s.cancel = ln, cancel
-	s.mu.Unlock()
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		<-ctx.Done()
-		s.closeListener()
-	}()
-	go func() {
-		defer s.wg.Done()
-		s.accept(ctx, ln)
-	}()
 	return nil
 }
 
@@ -187,16 +166,15 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
-	cancel := s.cancel
 	procs := make([]*proc, 0, len(s.procs))
 	for _, p := range s.procs {
 		procs = append(procs, p)
 	}
-	s.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	for w := range s.watchers {
+		w.close()
 	}
-	s.closeListener()
+	s.mu.Unlock()
+	s.svc.Stop()
 	var wg sync.WaitGroup
 	for _, p := range procs {
 		wg.Add(1)
@@ -206,22 +184,11 @@ func (s *Server) Close() error {
 		}()
 	}
 	wg.Wait()
+	// The connections' handlers first: once they are done no process
+	// starts, and then the processes' goroutines end.
+	s.svc.Close()
 	s.wg.Wait()
 	return nil
-}
-
-func (s *Server) closeListener() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ln != nil {
-		s.ln.Close()
-	}
-	for c := range s.conns {
-		c.Close()
-	}
-	for w := range s.watchers {
-		w.close()
-	}
 }
 
 func (s *Server) accept(ctx context.Context, ln *transport.Listener) {
@@ -235,25 +202,15 @@ func (s *Server) accept(ctx context.Context, ln *transport.Listener) {
 			c.Close()
 			continue
 		}
-		s.mu.Lock()
-		if s.closed || len(s.conns) >= maxConns {
-			s.mu.Unlock()
+		// Only this loop adds connections.
+		if s.svc.Open() >= maxConns || !s.svc.Track(c) {
 			c.Close()
 			continue
 		}
-		s.conns[c] = struct{}{}
-		s.mu.Unlock()
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer func() {
-				s.mu.Lock()
-				delete(s.conns, c)
-				s.mu.Unlock()
-				c.Close()
-			}()
+		s.svc.Go(func() {
+			defer s.svc.Untrack(c)
 			s.serveConn(ctx, c)
-		}()
+		})
 	}
 }
 
