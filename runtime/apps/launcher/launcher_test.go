@@ -229,6 +229,38 @@ func TestDeathIsReported(t *testing.T) {
 	}
 }
 
+// TestStartRightAfterDeath: a bind that arrives while the dead process
+// is not reaped yet (the broker calls again the moment a provider's
+// connection drops) starts a new process instead of reporting the old
+// one's exit. Several rounds, because the window is short.
+func TestStartRightAfterDeath(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := ctxT(t)
+	p, err := e.client.Start(ctx, testPkg, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 10 {
+		syscall.Kill(p.PID, syscall.SIGKILL)
+		// Dead as the broker sees it: its socket no longer answers.
+		for {
+			c, err := transport.Dial(ctx, p.Socket)
+			if err != nil {
+				break
+			}
+			c.Close()
+		}
+		p2, err := e.client.Start(ctx, testPkg, "main")
+		if err != nil {
+			t.Fatalf("round %d: start right after the death: %v", round, err)
+		}
+		if p2.PID == p.PID {
+			t.Fatalf("round %d: got the dead process %d back", round, p.PID)
+		}
+		p = p2
+	}
+}
+
 func TestStartFailures(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.StartTimeout = 500 * time.Millisecond })
 	ctx := ctxT(t)

@@ -99,6 +99,22 @@ func (s *Server) sysProcAttr(uid int) *syscall.SysProcAttr {
 // StartService starts pkg's server (if not running) and returns once it
 // listens on its socket as the package's uid.
 func (s *Server) StartService(ctx context.Context, pkg, server string) (*Proc, error) {
+	return s.startService(ctx, pkg, server, false)
+}
+
+// reaped reports whether pr's process has exited and been reaped.
+func reaped(pr *proc) bool {
+	select {
+	case <-pr.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// startService is StartService; retried is set on the one start made
+// again after the process found exited.
+func (s *Server) startService(ctx context.Context, pkg, server string, retried bool) (*Proc, error) {
 	p, ok := s.lookup(pkg)
 	if !ok {
 		return nil, refusal(errcode.InvalidParams, "not_installed", "%s is not installed", clip(pkg))
@@ -125,7 +141,14 @@ func (s *Server) StartService(ctx context.Context, pkg, server string) (*Proc, e
 	}
 	if cur != nil {
 		s.startMu.Unlock()
-		return s.awaitListening(ctx, cur, p.UID)
+		out, err := s.awaitListening(ctx, cur, p.UID)
+		if err != nil && reaped(cur) && !retried {
+			// The process found was already on its way out (a provider
+			// that just died and is not reaped yet): the bind starts a
+			// new one, as Android restarts a dead service on bind.
+			return s.startService(ctx, pkg, server, true)
+		}
+		return out, err
 	}
 	// A listener nobody started (a leftover or a squatter) would take the
 	// app's calls: refuse rather than start a second server.
