@@ -16,7 +16,22 @@ import (
 const (
 	maxChunkChars      = 8192
 	maxToolResultChars = 8192
+	// MaxRawInputChars bounds a tool_call's rawInput as JSON text, so the
+	// notification always fits in a 65,536-char line (a longer one would
+	// make the caller close the connection, spec §4.2). Longer arguments
+	// are shown as a RawInputTruncated marker object.
+	MaxRawInputChars = 16384
+	// rawInputPreviewChars of the arguments' JSON text stay in the marker,
+	// as many as a consent card's preview (spec §4.6).
+	rawInputPreviewChars = 2000
 )
+
+// RawInputTruncated is the rawInput of a tool_call whose arguments are
+// longer than MaxRawInputChars: {"agentosTruncated": {"originalChars": N,
+// "limit": 16384}, "preview": "<the first 2,000 chars of the JSON>"}.
+// The model and the tool still get the whole arguments; only what the
+// client is shown is cut.
+const RawInputTruncated = "agentosTruncated"
 
 // mapper turns log events into session/update notifications (spec §2.6).
 // Live turns and history replay use the same mapper, so a loaded session
@@ -74,10 +89,7 @@ func (m *mapper) mapEvent(ev store.Event) []sdk.SessionUpdate {
 		var b engine.ToolCallBody
 		json.Unmarshal(ev.Body, &b)
 		m.open[ev.TaskID] = append(m.open[ev.TaskID], b.ToolCallID)
-		var input any
-		if json.Unmarshal(b.Arguments, &input) != nil {
-			input = map[string]any{}
-		}
+		input := displayInput(b.Arguments)
 		return []sdk.SessionUpdate{sdk.StartToolCall(sdk.ToolCallId(b.ToolCallID), b.Name,
 			sdk.WithStartKind(sdk.ToolKindOther), sdk.WithStartStatus(sdk.ToolCallStatusPending), sdk.WithStartRawInput(input))}
 	case engine.EvToolDispatched:
@@ -147,6 +159,26 @@ func textUpdates(text string, mk func(string) sdk.SessionUpdate) []sdk.SessionUp
 		out = append(out, mk(p))
 	}
 	return out
+}
+
+// displayInput is a tool call's arguments as the client is shown them
+// (rawInput): the arguments, or the RawInputTruncated marker when they
+// are too long to send.
+func displayInput(args json.RawMessage) any {
+	var input any
+	if json.Unmarshal(args, &input) != nil {
+		input = map[string]any{}
+	}
+	// Measured as the notification will carry it: encoding/json escapes
+	// <, > and & six-fold, so the stored text's length is not enough.
+	enc, _ := json.Marshal(input)
+	if n := chars.Len(string(enc)); n > MaxRawInputChars {
+		return map[string]any{
+			RawInputTruncated: map[string]any{"originalChars": n, "limit": MaxRawInputChars},
+			"preview":         chars.Cut(string(args), rawInputPreviewChars),
+		}
+	}
+	return input
 }
 
 // displayResult is a tool result as a client shows it: at most 8,192

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 )
 
 // RPCOptions configure an RPCStream. The zero value works.
@@ -29,10 +30,21 @@ type RPCOptions struct {
 //   - A line over the limit closes this connection only.
 //   - Writer serializes whole writes, so the engine's messages and the
 //     stream's own error replies never interleave.
+//   - Writer never sends a line over the limit, which the peer would have
+//     to answer by closing the connection (spec §3.6, as the Binder
+//     channel does): an oversize request is answered locally with -32603
+//     (message "acp-line: message of N chars exceeds 65536"), an oversize
+//     response becomes a -32603 error response with the same id, and an
+//     oversize notification is dropped, counted (Dropped) and replaced by
+//     a small "_org.agentos/dropped" notification that tells the peer
+//     which method it lost and how long it was. The connection stays open.
 type RPCStream struct {
-	rw     io.ReadWriteCloser
-	lines  *LineReader
-	logger *slog.Logger
+	rw       io.ReadWriteCloser
+	lines    *LineReader
+	logger   *slog.Logger
+	maxChars int // the line limit, both ways
+
+	dropped atomic.Int64 // oversize notifications not sent
 
 	pr *io.PipeReader
 	pw *io.PipeWriter
@@ -66,8 +78,12 @@ func NewRPCStreamFromLines(rw io.ReadWriteCloser, lr *LineReader, opts *RPCOptio
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	max := opts.MaxLineChars
+	if max <= 0 {
+		max = MaxLineChars
+	}
 	pr, pw := io.Pipe()
-	s := &RPCStream{rw: rw, lines: lr, logger: logger, pr: pr, pw: pw, done: make(chan struct{})}
+	s := &RPCStream{rw: rw, lines: lr, logger: logger, maxChars: max, pr: pr, pw: pw, done: make(chan struct{})}
 	go s.pump()
 	return s
 }
@@ -75,8 +91,13 @@ func NewRPCStreamFromLines(rw io.ReadWriteCloser, lr *LineReader, opts *RPCOptio
 // Reader is what the JSON-RPC engine reads.
 func (s *RPCStream) Reader() io.Reader { return s.pr }
 
-// Writer is what the JSON-RPC engine writes to. Each Write is sent whole.
+// Writer is what the JSON-RPC engine writes to. Each Write is one
+// message and is sent whole, unless it is over the line limit (see
+// RPCStream).
 func (s *RPCStream) Writer() io.Writer { return lockedWriter{s} }
+
+// Dropped is how many oversize notifications were not sent.
+func (s *RPCStream) Dropped() int64 { return s.dropped.Load() }
 
 // Done is closed when the connection ended (peer closed, oversize line,
 // or Close).
@@ -110,10 +131,55 @@ func (s *RPCStream) finish(err error) {
 type lockedWriter struct{ s *RPCStream }
 
 func (w lockedWriter) Write(p []byte) (int, error) {
+	line := bytes.TrimRight(p, "\r\n")
+	// Bytes bound UTF-16 units from above: count only when it may matter.
+	if len(line) > w.s.maxChars {
+		if n := UTF16Len(line); n > w.s.maxChars {
+			return len(p), w.s.oversize(line, n)
+		}
+	}
 	w.s.writeMu.Lock()
 	defer w.s.writeMu.Unlock()
 	return w.s.rw.Write(p)
 }
+
+// oversize handles a message of n chars the peer could not read.
+func (s *RPCStream) oversize(line []byte, n int) error {
+	var probe struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	json.Unmarshal(line, &probe) // an unparseable message is dropped below
+	id := validID(&probe.ID)
+	msg := fmt.Sprintf("acp-line: message of %d chars exceeds %d", n, s.maxChars)
+	switch {
+	case probe.Method != "" && id != nil:
+		// A request: the engine gets its answer from here, so it does
+		// not wait for one that can never come.
+		s.logger.Warn("oversize request answered locally", "method", probe.Method, "chars", n)
+		_, err := s.pw.Write(errorReply(id, -32603, msg))
+		if err != nil {
+			return fmt.Errorf("transport: %s: %w", msg, err)
+		}
+		return nil
+	case probe.Method == "" && id != nil:
+		s.logger.Warn("oversize response replaced by an error", "chars", n)
+		s.writeReply(errorReply(id, -32603, msg))
+		return nil
+	default:
+		s.dropped.Add(1)
+		s.logger.Warn("oversize notification dropped", "method", probe.Method, "chars", n)
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": DroppedMethod,
+			"params": map[string]any{"method": probe.Method, "chars": n, "limit": s.maxChars}})
+		s.writeReply(append(b, '\n'))
+		return nil
+	}
+}
+
+// DroppedMethod is the notification that replaces one that was too long
+// to send: params {method, chars, limit}. ACP clients ignore methods
+// starting with "_" they do not know.
+const DroppedMethod = "_org.agentos/dropped"
 
 func (s *RPCStream) pump() {
 	for {

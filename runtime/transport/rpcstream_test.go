@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -168,4 +169,76 @@ func FuzzRPCCheck(f *testing.F) {
 			t.Fatalf("bad reply %q for %q", reply, line)
 		}
 	})
+}
+
+// An outbound message the peer could not read (it would have to close
+// the connection) is never sent: a request is answered locally, a
+// response becomes an error with its id, a notification is dropped,
+// counted and replaced by a short notice. The connection stays usable.
+func TestRPCStreamOutboundOversize(t *testing.T) {
+	big := strings.Repeat("x", 200)
+	notification := `{"jsonrpc":"2.0","method":"session/update","params":"` + big + `"}`
+	response := `{"jsonrpc":"2.0","id":7,"result":"` + big + `"}`
+	request := `{"jsonrpc":"2.0","id":"r1","method":"fs/read","params":"` + big + `"}`
+	tests := []struct {
+		name     string
+		msg      string
+		toPeer   string // what the peer reads instead ("" = nothing)
+		toEngine string // what the local engine reads ("" = nothing)
+		dropped  int64
+	}{
+		{name: "notification", msg: notification,
+			toPeer: fmt.Sprintf(`{"jsonrpc":"2.0","method":"_org.agentos/dropped","params":{"chars":%d,"limit":64,"method":"session/update"}}`,
+				len(notification)),
+			dropped: 1},
+		{name: "response", msg: response,
+			toPeer: fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"acp-line: message of %d chars exceeds 64"}}`,
+				len(response))},
+		{name: "request", msg: request,
+			toEngine: fmt.Sprintf(`{"jsonrpc":"2.0","id":"r1","error":{"code":-32603,"message":"acp-line: message of %d chars exceeds 64"}}`,
+				len(request))},
+		{name: "fits", msg: `{"jsonrpc":"2.0","method":"m"}`, toPeer: `{"jsonrpc":"2.0","method":"m"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, peer := pipePair(t)
+			s := NewRPCStream(srv, &RPCOptions{MaxLineChars: 64})
+			defer s.Close()
+			engine := bufio.NewReader(s.Reader())
+			got := make(chan string, 1)
+			go func() {
+				line, _ := bufio.NewReader(peer).ReadString('\n')
+				got <- strings.TrimSpace(line)
+			}()
+			engineGot := make(chan string, 1)
+			if tc.toEngine != "" {
+				go func() {
+					line, _ := engine.ReadString('\n')
+					engineGot <- strings.TrimSpace(line)
+				}()
+			}
+			n, err := s.Writer().Write([]byte(tc.msg + "\n"))
+			if err != nil || n != len(tc.msg)+1 {
+				t.Fatalf("Write = %d, %v", n, err)
+			}
+			if tc.toEngine != "" {
+				if line := <-engineGot; line != tc.toEngine {
+					t.Fatalf("engine read %s\nwant %s", line, tc.toEngine)
+				}
+			}
+			if tc.toPeer != "" {
+				if line := <-got; line != tc.toPeer {
+					t.Fatalf("peer read %s\nwant %s", line, tc.toPeer)
+				}
+			}
+			if s.Dropped() != tc.dropped {
+				t.Fatalf("Dropped = %d, want %d", s.Dropped(), tc.dropped)
+			}
+			// Still open both ways.
+			go io.WriteString(peer, `{"jsonrpc":"2.0","method":"after"}`+"\n")
+			if line, err := engine.ReadString('\n'); err != nil || !strings.Contains(line, "after") {
+				t.Fatalf("connection broken after oversize: %q %v", line, err)
+			}
+		})
+	}
 }

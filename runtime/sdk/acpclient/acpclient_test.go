@@ -142,3 +142,29 @@ func TestToolEvents(t *testing.T) {
 		t.Fatalf("failed = %+v", ev)
 	}
 }
+
+// The runtime's truncation marker (runtime/acp RawInputTruncated) becomes
+// ArgumentsTruncated with the real length; plain arguments do not.
+func TestToolEventTruncatedArguments(t *testing.T) {
+	t.Parallel()
+	title := "mcp__mcptest__test__echo"
+	tests := []struct {
+		name      string
+		raw       string
+		args      string
+		truncated bool
+		chars     int
+	}{
+		{"plain", `{"text":"hi"}`, `{"text":"hi"}`, false, 0},
+		{"marker", `{"agentosTruncated":{"originalChars":100013,"limit":16384},"preview":"{\"text\":\"aaa"}`, `{"text":"aaa`, true, 100013},
+		{"a tool's own key named preview", `{"preview":"x"}`, `{"preview":"x"}`, false, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := toolEvent(map[string]*toolState{}, update{toolID: "c1", title: &title, rawInput: json.RawMessage(tc.raw)}, nil)
+			if ev.ArgumentsJSON != tc.args || ev.ArgumentsTruncated != tc.truncated || ev.ArgumentsChars != tc.chars {
+				t.Fatalf("got %+v", ev)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -78,6 +79,8 @@ type Conn struct {
 	caps   Capabilities
 	log    *slog.Logger
 
+	dropped atomic.Int64 // notifications the runtime could not send
+
 	ctx    context.Context // ends when the connection ends or Close is called
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // prompt goroutines
@@ -88,6 +91,10 @@ type Conn struct {
 	nUnclaim  int
 	closed    bool
 }
+
+// Dropped is how many notifications the runtime told this connection it
+// could not send because they were over the line limit.
+func (c *Conn) Dropped() int64 { return c.dropped.Load() }
 
 // Connect opens the caller channel and initializes ACP. While the owner
 // has not answered the authorization request it retries every
@@ -314,6 +321,13 @@ func (c *Conn) call(ctx context.Context, method string, params, out any) error {
 
 // handle answers the runtime's requests and notifications.
 func (c *Conn) handle(_ context.Context, method string, params json.RawMessage) (any, *sdk.RequestError) {
+	if method == transport.DroppedMethod {
+		// An update too long to send was dropped by the runtime; the
+		// connection goes on.
+		c.dropped.Add(1)
+		c.log.Warn("the runtime dropped an oversize notification")
+		return nil, nil
+	}
 	if method != methodSessionUpd {
 		// The runtime asks nothing of callers (no permission requests,
 		// no fs or terminal).

@@ -53,8 +53,15 @@ type ToolCall struct {
 	// ResultJSON is the result text the runtime showed (for MCP tools,
 	// usually JSON); empty until the call ends.
 	ResultJSON string
-	// ArgumentsJSON is the call's arguments as JSON.
+	// ArgumentsJSON is the call's arguments as JSON. When the arguments
+	// were too long to show (ArgumentsTruncated), it is their first 2,000
+	// characters, which may not be valid JSON.
 	ArgumentsJSON string
+	// ArgumentsTruncated says the runtime showed only the start of the
+	// arguments; ArgumentsChars is then their whole length. The tool got
+	// all of them.
+	ArgumentsTruncated bool
+	ArgumentsChars     int
 	// Ref is the toolScope entry of this session the call maps back to;
 	// nil for tools outside the scope, sessions without a scope, caller
 	// MCP server tools and loaded history.
@@ -158,10 +165,20 @@ func blockText(raw json.RawMessage) string {
 
 // toolState accumulates one tool call's updates.
 type toolState struct {
-	name   string
-	args   string
-	status ToolStatus
-	result string
+	name      string
+	args      string
+	argsChars int // > 0: args is a preview of this many chars
+	status    ToolStatus
+	result    string
+}
+
+// truncatedInput is the runtime's rawInput for arguments too long to send
+// (runtime/acp RawInputTruncated).
+type truncatedInput struct {
+	Marker *struct {
+		OriginalChars int `json:"originalChars"`
+	} `json:"agentosTruncated"`
+	Preview string `json:"preview"`
 }
 
 // deniedPrefix marks a denied call's result (spec §2.6).
@@ -179,7 +196,11 @@ func toolEvent(calls map[string]*toolState, u update, scope []ToolRef) ToolCall 
 		st.name = *u.title
 	}
 	if len(u.rawInput) > 0 && string(u.rawInput) != "null" {
-		st.args = string(u.rawInput)
+		st.args, st.argsChars = string(u.rawInput), 0
+		var t truncatedInput
+		if json.Unmarshal(u.rawInput, &t) == nil && t.Marker != nil {
+			st.args, st.argsChars = t.Preview, t.Marker.OriginalChars
+		}
 	}
 	if u.status != nil {
 		switch *u.status {
@@ -199,7 +220,8 @@ func toolEvent(calls map[string]*toolState, u update, scope []ToolRef) ToolCall 
 	if u.content != "" {
 		st.result = u.content
 	}
-	ev := ToolCall{ID: u.toolID, Tool: st.name, Status: st.status, ResultJSON: st.result, ArgumentsJSON: st.args}
+	ev := ToolCall{ID: u.toolID, Tool: st.name, Status: st.status, ResultJSON: st.result, ArgumentsJSON: st.args,
+		ArgumentsTruncated: st.argsChars > 0, ArgumentsChars: st.argsChars}
 	if ref := refFor(st.name, scope); ref != nil {
 		ev.Ref = ref
 		ev.Tool = ref.Tool
