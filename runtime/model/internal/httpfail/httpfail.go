@@ -60,9 +60,11 @@ type Failure struct {
 //     4xx bad_request, 1xx/3xx protocol (redirects are not followed);
 //     details carry status and, when the response had a valid
 //     retry-after, retryAfterSeconds;
-//   - an error after the headers arrived: stream_interrupted;
-//   - an error before: TLS handshake or certificate failures tls_failed,
-//     timeouts timeout, everything else (DNS, refused, reset) network.
+//   - an error, in the order of spec §3.2: TLS handshake or certificate
+//     failures tls_failed; timeouts timeout, also after the headers
+//     arrived (a read timeout is still a timeout); any other error after
+//     the headers stream_interrupted; before them (DNS, refused, reset)
+//     network.
 func Map(f Failure) *errcode.Error {
 	if f.Status != 0 {
 		code := model.ErrorFor(f.Status)
@@ -77,12 +79,14 @@ func Map(f Failure) *errcode.Error {
 	}
 	cause := strip(f.Err)
 	switch {
-	case f.AfterHeaders:
-		return errcode.Wrap(errcode.ModelStreamInterrupted, "the model stream was interrupted", cause)
 	case isTLS(f.Err):
 		return errcode.Wrap(errcode.ModelTLSFailed, "the TLS handshake with the model provider failed", cause)
+	case IsTimeout(f.Err) && f.AfterHeaders:
+		return errcode.Wrap(errcode.ModelTimeout, "the model stream stopped sending in time", cause)
 	case IsTimeout(f.Err):
 		return errcode.Wrap(errcode.ModelTimeout, "the model provider did not answer in time", cause)
+	case f.AfterHeaders:
+		return errcode.Wrap(errcode.ModelStreamInterrupted, "the model stream was interrupted", cause)
 	default:
 		return errcode.Wrap(errcode.ModelNetwork, "the model provider could not be reached", cause)
 	}

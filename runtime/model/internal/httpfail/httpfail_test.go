@@ -130,8 +130,10 @@ func TestMapTransport(t *testing.T) {
 		{"record header", Failure{Err: wrap(tls.RecordHeaderError{Msg: "bad"})}, errcode.ModelTLSFailed},
 		{"http to https", Failure{Err: wrap(http.ErrSchemeMismatch)}, errcode.ModelTLSFailed},
 		{"reset after headers", Failure{Err: &ReadError{Err: syscall.ECONNRESET}, AfterHeaders: true}, errcode.ModelStreamInterrupted},
-		{"timeout after headers", Failure{Err: &ReadError{Err: os.ErrDeadlineExceeded}, AfterHeaders: true}, errcode.ModelStreamInterrupted},
-		{"tls after headers", Failure{Err: tls.AlertError(20), AfterHeaders: true}, errcode.ModelStreamInterrupted},
+		// Spec §3.2's order: TLS, then timeout, then "after headers".
+		{"timeout after headers", Failure{Err: &ReadError{Err: os.ErrDeadlineExceeded}, AfterHeaders: true}, errcode.ModelTimeout},
+		{"tls after headers", Failure{Err: tls.AlertError(20), AfterHeaders: true}, errcode.ModelTLSFailed},
+		{"eof after headers", Failure{Err: &ReadError{Err: io.ErrUnexpectedEOF}, AfterHeaders: true}, errcode.ModelStreamInterrupted},
 	} {
 		e := Map(tc.f)
 		if e.Code != tc.want {
