@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 )
@@ -70,6 +71,9 @@ func (c CLI) Main(ctx context.Context, args []string, getenv func(string) string
 	fs.SetOutput(io.Discard)
 	dataDir := fs.String("data", "", "data directory (default $AGENTOS_APP_DATA)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c.help(stdout)
+		}
 		return c.usage(stdout, stderr, err.Error())
 	}
 	rest := fs.Args()
@@ -77,6 +81,9 @@ func (c CLI) Main(ctx context.Context, args []string, getenv func(string) string
 		return c.usage(stdout, stderr, "missing command")
 	}
 	cmd, cmdArgs := rest[0], rest[1:]
+	if cmd == "help" || (len(cmdArgs) > 0 && isHelpFlag(cmdArgs[0])) {
+		return c.help(stdout)
+	}
 	stream, isStream := c.Streams[cmd]
 	extra, isExtra := c.Commands[cmd]
 	if !isStream && !isExtra && !contains(c.DebugCommands, cmd) && cmd != "tool" {
@@ -92,6 +99,11 @@ func (c CLI) Main(ctx context.Context, args []string, getenv func(string) string
 	}
 	if dir == "" {
 		return c.usage(stdout, stderr, "no data directory: pass --data DIR or set AGENTOS_APP_DATA")
+	}
+	// A first run (a fresh --data DIR) starts with an empty store.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", c.Name, err)
+		return c.fail(stdout, stderr, fmt.Sprintf("The %s app could not create its data directory.", c.Name), false)
 	}
 	app, err := c.Open(ctx, dir)
 	if err != nil {
@@ -144,6 +156,49 @@ func (c CLI) fail(stdout, stderr io.Writer, sentence string, isToolError bool) i
 		doc["isError"] = true
 	}
 	return writeJSON(stdout, doc, ExitFailed)
+}
+
+func isHelpFlag(s string) bool { return s == "--help" || s == "-h" || s == "-help" }
+
+// help prints what the binary does and how to call it (exit 0): `<app>
+// --help`, `<app> help` and `<app> <command> --help`.
+func (c CLI) help(stdout io.Writer) int {
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	var debug []string
+	for _, d := range c.DebugCommands {
+		if d != "tool" && c.Streams[d] == nil && c.Commands[d] == nil {
+			debug = append(debug, d)
+		}
+	}
+	var extra []string
+	for k := range c.Commands {
+		if c.Streams[k] == nil {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(debug)
+	sort.Strings(extra)
+	fmt.Fprintf(stdout, "usage: %s [--data DIR] <command> [args]\n\n", c.Name)
+	fmt.Fprintf(stdout, "The %s sample app of AgentOS: its tools over MCP, and debug commands that print one JSON document.\n\n", c.Name)
+	fmt.Fprintln(stdout, "commands:")
+	if c.Streams["serve"] != nil {
+		fmt.Fprintln(stdout, "  serve --server NAME [--socket S]  the MCP service on $AGENTOS_SOCKET (the runtime's launcher starts it)")
+	}
+	if c.Streams["mcp"] != nil {
+		fmt.Fprintln(stdout, "  mcp --stdio                       one MCP session on stdin/stdout (MCP Inspector, any MCP client)")
+	}
+	fmt.Fprintln(stdout, "  tool NAME ['{json args}']         call one tool and print {\"result\": …} or {\"error\": …}")
+	for _, e := range extra {
+		fmt.Fprintf(stdout, "  %s\n", e)
+	}
+	if len(debug) > 0 {
+		fmt.Fprintf(stdout, "  %-33s debug commands\n", strings.Join(debug, ", "))
+	}
+	fmt.Fprintln(stdout, "\nThe data directory is --data DIR, else $AGENTOS_APP_DATA; it is created when missing.")
+	fmt.Fprintln(stdout, "Exit codes: 0 done, 1 failed (the JSON says why), 2 usage.")
+	return ExitOK
 }
 
 func (c CLI) usage(stdout, stderr io.Writer, msg string) int {

@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -77,14 +80,18 @@ func TestCLIMain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			args, env, data := withData(t, tt.args, tt.env)
 			app := &fakeApp{}
 			opened := false
 			cli := CLI{
 				Name: "fake",
 				Open: func(_ context.Context, dir string) (App, error) {
 					opened = true
-					if dir != "d" {
+					if dir != data {
 						t.Errorf("data dir %q", dir)
+					}
+					if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+						t.Errorf("data dir not created before Open: %v", err)
 					}
 					return app, nil
 				},
@@ -94,7 +101,7 @@ func TestCLIMain(t *testing.T) {
 				}},
 			}
 			var stdout, stderr bytes.Buffer
-			code := cli.Main(context.Background(), tt.args, func(string) string { return tt.env }, &stdout, &stderr)
+			code := cli.Main(context.Background(), args, func(string) string { return env }, &stdout, &stderr)
 			if code != tt.wantCode {
 				t.Errorf("exit %d, want %d (stderr %q)", code, tt.wantCode, stderr.String())
 			}
@@ -111,10 +118,26 @@ func TestCLIMain(t *testing.T) {
 	}
 }
 
+// withData replaces the data directory "d" of a table's arguments and
+// environment with one under t.TempDir() that does not exist yet.
+func withData(t *testing.T, args []string, env string) ([]string, string, string) {
+	data := filepath.Join(t.TempDir(), "fresh", "d")
+	args = slices.Clone(args)
+	for i, a := range args {
+		if a == "d" {
+			args[i] = data
+		}
+	}
+	if env == "d" {
+		env = data
+	}
+	return args, env, data
+}
+
 func TestCLIOpenFailure(t *testing.T) {
 	cli := CLI{Name: "fake", Open: func(context.Context, string) (App, error) { return nil, errors.New("locked") }, DebugCommands: []string{"dump"}}
 	var stdout, stderr bytes.Buffer
-	if code := cli.Main(context.Background(), []string{"--data", "x", "dump"}, nil, &stdout, &stderr); code != 1 {
+	if code := cli.Main(context.Background(), []string{"--data", t.TempDir(), "dump"}, nil, &stdout, &stderr); code != 1 {
 		t.Fatalf("exit %d", code)
 	}
 	if stdout.String() != `{"error":"The fake app could not open its data."}`+"\n" {
@@ -144,6 +167,7 @@ func TestCLIStreams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			args, env, _ := withData(t, tt.args, tt.env)
 			var stdout, stderr bytes.Buffer
 			cli := CLI{
 				Name: "fake",
@@ -160,7 +184,7 @@ func TestCLIStreams(t *testing.T) {
 					return map[string]bool{"never": true}, tt.run(&stdout)
 				}},
 			}
-			code := cli.Main(context.Background(), tt.args, func(string) string { return tt.env }, &stdout, &stderr)
+			code := cli.Main(context.Background(), args, func(string) string { return env }, &stdout, &stderr)
 			if code != tt.wantCode {
 				t.Errorf("exit %d, want %d (stderr %q)", code, tt.wantCode, stderr.String())
 			}
@@ -169,6 +193,30 @@ func TestCLIStreams(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), tt.wantStderr) {
 				t.Errorf("stderr %q, want it to contain %q", stderr.String(), tt.wantStderr)
+			}
+		})
+	}
+}
+
+// --help, -h, help and `<command> --help` print what the binary does on
+// stdout and exit 0, without a data directory and without opening the
+// app (a user exploring the binary has neither).
+func TestCLIHelp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"tool", "--help"}, {"--data", "x", "dump", "-h"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			cli := CLI{Name: "fake", DebugCommands: []string{"dump", "reset"},
+				Open:    func(context.Context, string) (App, error) { t.Fatal("opened the app for help"); return nil, nil },
+				Streams: map[string]Command{"serve": nil, "mcp": nil}}
+			cli.Streams["serve"] = func(context.Context, App, []string) (any, error) { return nil, nil }
+			cli.Streams["mcp"] = cli.Streams["serve"]
+			var stdout, stderr bytes.Buffer
+			if code := cli.Main(context.Background(), args, func(string) string { return "" }, &stdout, &stderr); code != ExitOK {
+				t.Fatalf("exit %d, stderr %q", code, stderr.String())
+			}
+			for _, want := range []string{"usage: fake [--data DIR] <command>", "serve --server NAME", "mcp --stdio", "tool NAME", "dump, reset", "AGENTOS_APP_DATA"} {
+				if !strings.Contains(stdout.String(), want) {
+					t.Errorf("help lacks %q:\n%s", want, stdout.String())
+				}
 			}
 		})
 	}

@@ -95,7 +95,7 @@ func New(opts *Options) *App {
 	}
 	a := &App{srv: plugin.NewServer(plugin.Info{Name: Server}, &plugin.Options{Logger: o.Logger}), exit: o.Exit, slow: o.SlowDefault}
 	for _, t := range a.tools() {
-		a.srv.MustAddTool(t)
+		a.srv.MustAddTool(a.strict(t))
 	}
 	return a
 }
@@ -117,6 +117,28 @@ func schema(props string, required ...string) json.RawMessage {
 	return json.RawMessage(`{"type":"object","properties":{` + props + `}` + req + `,"additionalProperties":false}`)
 }
 
+// strict makes t refuse arguments outside its input schema (an extra
+// property, a wrong type): the schemas are the test plugin's contract. A
+// refused call still counts as a call the provider received (stats), as
+// the upstream suite's exactlyOnce checks expect.
+func (a *App) strict(t plugin.Tool) plugin.Tool {
+	check, err := plugin.NewInputCheck(t)
+	if err != nil {
+		panic("mcptest: " + err.Error())
+	}
+	h := t.Handler
+	t.Handler = func(ctx context.Context, args json.RawMessage) (*plugin.Result, error) {
+		if r := check.Check(args); r != nil {
+			return r, nil
+		}
+		return h(ctx, args)
+	}
+	if t.Name != ToolStats { // asking must not change the answer
+		t.Handler = a.counted(t.Handler)
+	}
+	return t
+}
+
 // counted wraps a handler with the call counters of stats.
 func (a *App) counted(h plugin.Handler) plugin.Handler {
 	return func(ctx context.Context, args json.RawMessage) (*plugin.Result, error) {
@@ -135,7 +157,7 @@ func (a *App) tools() []plugin.Tool {
 			Description: "Return the given text unchanged, with the provider's process id.",
 			InputSchema: schema(`"text":{"type":"string","description":"Text to return."}`, "text"),
 			Annotations: plugin.Annotations{ReadOnlyHint: yes, DestructiveHint: no, IdempotentHint: yes},
-			Handler:     a.counted(a.echo),
+			Handler:     a.echo,
 		},
 		{
 			Name:        ToolSlow,
@@ -143,7 +165,7 @@ func (a *App) tools() []plugin.Tool {
 			Description: "Wait the given number of milliseconds (default 60000), or until the call is cancelled.",
 			InputSchema: schema(`"ms":{"type":"integer","minimum":0,"description":"How long to wait."}`),
 			Annotations: plugin.Annotations{ReadOnlyHint: yes},
-			Handler:     a.counted(a.slowTool),
+			Handler:     a.slowTool,
 		},
 		{
 			Name:        ToolStats,
@@ -151,27 +173,27 @@ func (a *App) tools() []plugin.Tool {
 			Description: "Report the provider's process id and call counters.",
 			InputSchema: schema(``),
 			Annotations: plugin.Annotations{ReadOnlyHint: yes},
-			Handler:     a.stats, // not counted: asking must not change the answer
+			Handler:     a.stats,
 		},
 		{
 			Name:        ToolAddTool,
 			Description: "Add the tool \"extra\" (idempotent) and tell the client the tool list changed.",
 			InputSchema: schema(``),
 			Annotations: plugin.Annotations{IdempotentHint: yes},
-			Handler:     a.counted(a.addTool),
+			Handler:     a.addTool,
 		},
 		{
 			Name:        ToolRemoveTool,
 			Description: "Remove the tool \"extra\" (idempotent) and tell the client the tool list changed.",
 			InputSchema: schema(``),
 			Annotations: plugin.Annotations{IdempotentHint: yes},
-			Handler:     a.counted(a.removeTool),
+			Handler:     a.removeTool,
 		},
 		{
 			Name:        ToolDie,
 			Description: "End the provider's process after after_ms milliseconds (default 300).",
 			InputSchema: schema(`"after_ms":{"type":"integer","minimum":0}`),
-			Handler:     a.counted(a.die),
+			Handler:     a.die,
 		},
 		{
 			Name:        ToolWipe,
@@ -179,7 +201,7 @@ func (a *App) tools() []plugin.Tool {
 			Description: "Pretend to erase everything (a destructive tool for consent tests; it changes nothing).",
 			InputSchema: schema(``),
 			Annotations: plugin.Annotations{DestructiveHint: yes},
-			Handler:     a.counted(func(context.Context, json.RawMessage) (*plugin.Result, error) { return plugin.Text("wiped"), nil }),
+			Handler:     func(context.Context, json.RawMessage) (*plugin.Result, error) { return plugin.Text("wiped"), nil },
 		},
 	}
 }
@@ -244,13 +266,13 @@ func (a *App) addTool(context.Context, json.RawMessage) (*plugin.Result, error) 
 	defer a.mu.Unlock()
 	if !a.extra {
 		a.extra = true
-		a.srv.MustAddTool(plugin.Tool{
+		a.srv.MustAddTool(a.strict(plugin.Tool{
 			Name:        ToolExtra,
 			Description: "Return the text \"extra\".",
 			InputSchema: schema(``),
 			Annotations: plugin.Annotations{ReadOnlyHint: yes},
-			Handler:     a.counted(func(context.Context, json.RawMessage) (*plugin.Result, error) { return plugin.Text("extra"), nil }),
-		})
+			Handler:     func(context.Context, json.RawMessage) (*plugin.Result, error) { return plugin.Text("extra"), nil },
+		}))
 	}
 	return plugin.JSON(map[string]any{"extra": true}), nil
 }

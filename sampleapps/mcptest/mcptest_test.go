@@ -338,3 +338,80 @@ func TestAppToolAdapter(t *testing.T) {
 		t.Fatalf("list %+v", list)
 	}
 }
+
+// Every tool's schema is enforced (additionalProperties:false, types,
+// required, minimum): a call outside it is an error result and the tool
+// does nothing (wipe does not answer "wiped"); it still counts as a call
+// received.
+func TestSchemasAreEnforced(t *testing.T) {
+	t.Parallel()
+	app, c, _ := serveApp(t, &Options{Exit: func(int) { t.Error("a refused die ended the process") }})
+	tests := []struct {
+		tool, args string
+		ok         bool
+	}{
+		{ToolEcho, `{"text":"hi"}`, true},
+		{ToolEcho, `{"text":"hi","extra":1}`, false},
+		{ToolEcho, `{}`, false},
+		{ToolEcho, `{"text":7}`, false},
+		{ToolSlow, `{"ms":1}`, true},
+		{ToolSlow, `{"ms":-1}`, false},
+		{ToolSlow, `{"ms":"1"}`, false},
+		{ToolStats, `{}`, true},
+		{ToolStats, `{"verbose":true}`, false},
+		{ToolWipe, `{"everything":true}`, false},
+		{ToolDie, `{"after_ms":1.5}`, false},
+	}
+	for _, tc := range tests {
+		before := app.Snapshot().Calls
+		r := call(t, c, tc.tool, tc.args)
+		if r.IsError == tc.ok {
+			t.Errorf("%s %s: isError %v (%s)", tc.tool, tc.args, r.IsError, r.Text)
+		}
+		if tc.tool == ToolSlow && tc.ok {
+			continue
+		}
+		if !tc.ok {
+			if !strings.Contains(r.Text, "do not match its input schema") {
+				t.Errorf("%s %s: %q does not name the schema", tc.tool, tc.args, r.Text)
+			}
+			if r.Text == "wiped" {
+				t.Errorf("%s %s: the tool ran", tc.tool, tc.args)
+			}
+			if after := app.Snapshot().Calls; tc.tool != ToolStats && after != before+1 {
+				t.Errorf("%s %s: calls %d → %d, want one more", tc.tool, tc.args, before, after)
+			}
+		}
+	}
+}
+
+// --help (alone or after a command) explains the binary on stdout, exit 0.
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"serve", "--help"}, {"mcp", "-h"}} {
+		out, err := exec.Command(binPath, args...).Output()
+		if err != nil || !strings.Contains(string(out), "usage: mcptest serve") || !strings.Contains(string(out), "mcp --stdio") {
+			t.Errorf("mcptest %q: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// A client that writes initialize and a call and then ends its input
+// (printf … | mcptest mcp --stdio) gets both answers before the process
+// exits 0.
+func TestStdioAnswersBeforeEOF(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(binPath, "mcp", "--stdio")
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"still here"}}}
+`)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"id":1`) || !strings.Contains(lines[1], "still here") {
+		t.Fatalf("answers:\n%s", out)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentoslab/agentlab/runtime/transport"
@@ -77,6 +78,13 @@ type Tool struct {
 	InputSchema json.RawMessage
 	Annotations Annotations
 	Handler     Handler
+	// ValidateInput checks every call's arguments against InputSchema
+	// (draft 2020-12: types, required, additionalProperties, bounds)
+	// before the handler runs; a call that does not match gets an error
+	// result naming the problem and the handler never sees it. Off, the
+	// handler parses its own arguments (the sample apps' tool layer does,
+	// with its own sentences).
+	ValidateInput bool
 }
 
 // Result is what one call returns.
@@ -193,6 +201,11 @@ func (s *Server) AddTool(t Tool) error {
 	if err := json.Unmarshal(t.InputSchema, &schema); err != nil || schema == nil || string(schema["type"]) != `"object"` {
 		return fmt.Errorf("add tool %s: %w", t.Name, ErrSchema)
 	}
+	if t.ValidateInput {
+		if _, err := NewInputCheck(t); err != nil {
+			return fmt.Errorf("add tool %s: %w", t.Name, err)
+		}
+	}
 	s.mu.Lock()
 	if _, dup := s.tools[t.Name]; dup {
 		s.mu.Unlock()
@@ -277,13 +290,58 @@ func mcpTool(t Tool) *mcp.Tool {
 // handler wraps a tool's handler: arguments default to {}, errors and
 // panics become "<tool> failed: …" results, and a result whose encoded
 // response would exceed the message limit is replaced by an error result.
+// InputCheck checks a tool's arguments against its input schema, which
+// it resolves once. Tool.ValidateInput uses one before the handler; a
+// handler that must see every call first (to count it, say) can use one
+// itself.
+type InputCheck struct {
+	tool   string
+	schema *jsonschema.Resolved
+}
+
+// NewInputCheck resolves t.InputSchema (draft 2020-12).
+func NewInputCheck(t Tool) (*InputCheck, error) {
+	var sch jsonschema.Schema
+	if err := json.Unmarshal(t.InputSchema, &sch); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSchema, err)
+	}
+	r, err := sch.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSchema, err)
+	}
+	return &InputCheck{tool: t.Name, schema: r}, nil
+}
+
+// Check returns the error result for arguments that do not match the
+// schema (naming the problem), or nil when they match.
+func (c *InputCheck) Check(args json.RawMessage) *Result {
+	var inst any
+	if err := json.Unmarshal(args, &inst); err != nil {
+		return Error(fmt.Sprintf("The arguments of %s are not JSON.", c.tool))
+	}
+	if err := c.schema.Validate(inst); err != nil {
+		return Error(fmt.Sprintf("The arguments of %s do not match its input schema: %v", c.tool, err))
+	}
+	return nil
+}
+
 func (s *Server) handler(t Tool) mcp.ToolHandler {
+	var check *InputCheck
+	if t.ValidateInput {
+		check, _ = NewInputCheck(t) // AddTool checked it resolves
+	}
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := json.RawMessage(`{}`)
 		if req.Params != nil && len(req.Params.Arguments) > 0 && string(req.Params.Arguments) != "null" {
 			args = req.Params.Arguments
 		}
-		r := s.run(ctx, t, args)
+		var r *Result
+		if check != nil {
+			r = check.Check(args)
+		}
+		if r == nil {
+			r = s.run(ctx, t, args)
+		}
 		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Text}}, IsError: r.IsError}
 		if r.Structured != nil {
 			res.StructuredContent = r.Structured
@@ -443,7 +501,12 @@ func (s *Server) allowed() (func(int) bool, error) {
 // ServeConn serves one MCP session on one connection until the peer
 // closes it or ctx ends.
 func (s *Server) ServeConn(ctx context.Context, c io.ReadWriteCloser) error {
-	ss, err := s.mcp.Connect(ctx, &Transport{Conn: c, MaxChars: s.maxChars, Serving: true}, nil)
+	return s.serveTransport(ctx, &Transport{Conn: c, MaxChars: s.maxChars, Serving: true})
+}
+
+func (s *Server) serveTransport(ctx context.Context, t *Transport) error {
+	c := t.Conn
+	ss, err := s.mcp.Connect(ctx, t, nil)
 	if err != nil {
 		c.Close()
 		return fmt.Errorf("plugin: connect: %w", err)
@@ -462,9 +525,10 @@ func (s *Server) ServeConn(ctx context.Context, c io.ReadWriteCloser) error {
 
 // ServeStdio serves one MCP session on stdin/stdout (`<app> mcp
 // --stdio`), so the MCP Inspector or any MCP client can talk to the app
-// directly. It returns when stdin ends or ctx ends.
+// directly. It returns when stdin ends and every request read before was
+// answered, or when ctx ends.
 func (s *Server) ServeStdio(ctx context.Context) error {
-	return s.ServeConn(ctx, stdio{})
+	return s.serveTransport(ctx, &Transport{Conn: stdio{}, MaxChars: s.maxChars, Serving: true, DrainOnEOF: true})
 }
 
 // stdio is stdin and stdout as one stream.

@@ -55,6 +55,11 @@ type Transport struct {
 	// Serving marks the server side of the connection (it answers lines
 	// it cannot parse; a client drops them).
 	Serving bool
+	// DrainOnEOF holds the end of the input back from the MCP session
+	// until every request read before it was answered (or the connection
+	// closed), so a client that writes its requests and closes its end
+	// (`printf '…' | app mcp --stdio`) still gets every answer.
+	DrainOnEOF bool
 }
 
 var _ mcp.Transport = (*Transport)(nil)
@@ -72,13 +77,18 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 	if max <= 0 {
 		max = MaxMessageChars
 	}
-	return &conn{
+	c := &conn{
 		rwc:     t.Conn,
 		frames:  newFrameReader(t.Conn, max),
 		max:     max,
 		serving: t.Serving,
 		closed:  make(chan struct{}),
-	}, nil
+	}
+	if t.DrainOnEOF {
+		c.unanswered = map[jsonrpc.ID]bool{}
+		c.answered = make(chan struct{}, 1)
+	}
+	return c, nil
 }
 
 // conn is one framed JSON-RPC connection.
@@ -95,6 +105,54 @@ type conn struct {
 	closeErr  error
 
 	dropped atomic.Int64 // lines dropped or answered by the transport
+
+	// With DrainOnEOF: the requests read and not yet answered, and a
+	// signal for each answer. pendingMu guards unanswered.
+	pendingMu  sync.Mutex
+	unanswered map[jsonrpc.ID]bool
+	answered   chan struct{}
+}
+
+// track notes a request read from the peer (DrainOnEOF only).
+func (c *conn) track(msg jsonrpc.Message) {
+	if req, ok := msg.(*jsonrpc.Request); ok && c.unanswered != nil && req.ID.IsValid() {
+		c.pendingMu.Lock()
+		c.unanswered[req.ID] = true
+		c.pendingMu.Unlock()
+	}
+}
+
+// settle notes an answer written to the peer (DrainOnEOF only).
+func (c *conn) settle(msg jsonrpc.Message) {
+	if resp, ok := msg.(*jsonrpc.Response); ok && c.unanswered != nil {
+		c.pendingMu.Lock()
+		delete(c.unanswered, resp.ID)
+		c.pendingMu.Unlock()
+		select {
+		case c.answered <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// drain waits, at the end of the input, until every request read was
+// answered, the connection closed or ctx ended.
+func (c *conn) drain(ctx context.Context) {
+	for {
+		c.pendingMu.Lock()
+		n := len(c.unanswered)
+		c.pendingMu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-c.answered:
+		case <-c.closed:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func (c *conn) SessionID() string { return "" }
@@ -107,6 +165,9 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, err
 		}
 		line, over, err := c.frames.next()
+		if errors.Is(err, io.EOF) && c.unanswered != nil {
+			c.drain(ctx)
+		}
 		if err != nil {
 			select {
 			case <-c.closed:
@@ -132,6 +193,7 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 			continue
 		}
+		c.track(msg)
 		return msg, nil
 	}
 }
@@ -177,7 +239,9 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			return fmt.Errorf("write: %w", ErrMessageTooLarge)
 		}
 	}
-	return c.writeRaw(ctx, data)
+	err = c.writeRaw(ctx, data)
+	c.settle(msg)
+	return err
 }
 
 func (c *conn) writeRaw(ctx context.Context, data []byte) error {

@@ -27,10 +27,29 @@ func main() {
 	os.Exit(code)
 }
 
+const help = `usage: mcptest serve --server test [--socket S] | mcptest mcp --stdio
+
+The test plugin of AgentOS (spec §9.6): an MCP server with the tools echo,
+slow, stats, add_tool, remove_tool, die and wipe, whose input schemas are
+enforced.
+
+  serve --server test   serve MCP on $AGENTOS_SOCKET (the runtime's launcher starts it)
+  mcp --stdio           one MCP session on stdin/stdout (MCP Inspector, any MCP client);
+                        every request read before the end of the input is answered
+
+Exit codes: 0 stopped, 1 failed, 2 usage, 3 ended by the die tool.
+`
+
+func isHelp(s string) bool { return s == "--help" || s == "-h" || s == "-help" || s == "help" }
+
 func run(ctx context.Context, args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: mcptest serve --server test | mcptest mcp --stdio")
+		fmt.Fprint(os.Stderr, help)
 		return 2
+	}
+	if isHelp(args[0]) || (len(args) > 1 && isHelp(args[1])) {
+		fmt.Fprint(os.Stdout, help)
+		return 0
 	}
 	// Warnings (a refused peer) go to stderr, which the launcher keeps in
 	// the app's log file.

@@ -126,3 +126,34 @@ func TestAskAgentStatusAndStop(t *testing.T) {
 		t.Fatalf("ask_agent printed %s (%v)", askOut.String(), err)
 	}
 }
+
+// What a new user tries first: --help explains the binary (exit 0); a
+// data directory that does not exist yet is created; and an MCP client
+// piping initialize and a call into `mcp --stdio` gets both answers
+// before its input ends the process. Every sample app's main is the same
+// shell.Main, so notes stands for all five.
+func TestBinaryFirstContact(t *testing.T) {
+	out, err := exec.Command(binPath(t), "--help").Output()
+	if err != nil || !strings.Contains(string(out), "usage: notes [--data DIR] <command>") {
+		t.Fatalf("--help: %v\n%s", err, out)
+	}
+	fresh := t.TempDir() + "/not/yet/there"
+	if code, doc := run(t, nil, "--data", fresh, "dump"); code != 0 || doc["total"] != 0.0 {
+		t.Fatalf("dump on a fresh data dir: exit %d, %v", code, doc)
+	}
+	cmd := exec.Command(binPath(t), "--data", fresh, "mcp", "--stdio")
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"note_create","arguments":{"title":"piped","content":"from stdin"}}}
+`)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	if err != nil {
+		t.Fatalf("mcp --stdio: %v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"id":1`) || !strings.Contains(lines[1], `"id":2`) || !strings.Contains(lines[1], "piped") {
+		t.Fatalf("answers:\n%s", out)
+	}
+}
