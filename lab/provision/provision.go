@@ -61,6 +61,7 @@ import (
 	"github.com/agentoslab/agentlab/lab/runtimectl"
 	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/apps/launcher"
+	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/module"
 )
 
@@ -617,6 +618,17 @@ func (p *provisioner) plugins(ctx context.Context) (bool, string, error) {
 	rescanned := false
 	for {
 		list, err := p.ctl.PluginsList(ctx)
+		if errors.Is(err, errcode.Busy) {
+			// The runtime answers before its extension host is up (right
+			// after a start or a reboot): busy says try again.
+			select {
+			case <-ctx.Done():
+				return len(enabled) > 0, "", fmt.Errorf("%w: the extension host did not start within %s: %w", ErrPlugin, p.o.ReadyTimeout, err)
+			case <-time.After(wait):
+			}
+			wait = min(wait*2, time.Second)
+			continue
+		}
 		if err != nil {
 			return len(enabled) > 0, "", err
 		}
