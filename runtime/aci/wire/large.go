@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -225,11 +226,49 @@ func (c *capBuffer) Write(p []byte) (int, error) {
 }
 
 func utf16Units(p []byte) int {
+	if !utf8.Valid(p) {
+		return utf16UnitsSlow(p)
+	}
+	// Valid UTF-8: a code unit per rune start, two for a 4-byte rune.
+	// Eight ASCII bytes at a time is the common case of a text body.
+	n := 0
+	for len(p) >= 8 {
+		w := binary.LittleEndian.Uint64(p)
+		if w&0x8080808080808080 == 0 {
+			n += 8
+			p = p[8:]
+			continue
+		}
+		for _, c := range p[:8] {
+			n += unitsOfByte(c)
+		}
+		p = p[8:]
+	}
+	for _, c := range p {
+		n += unitsOfByte(c)
+	}
+	return n
+}
+
+// unitsOfByte is a byte's share of UTF-16 code units in valid UTF-8.
+func unitsOfByte(c byte) int {
+	switch {
+	case c < 0x80:
+		return 1
+	case c < 0xC0:
+		return 0 // a continuation byte
+	case c < 0xF0:
+		return 1
+	}
+	return 2
+}
+
+// utf16UnitsSlow counts text with invalid bytes, each one unit (U+FFFD).
+func utf16UnitsSlow(p []byte) int {
 	n := 0
 	for len(p) > 0 {
 		c := p[0]
 		if c < utf8.RuneSelf {
-			// ASCII runs are the common case.
 			n++
 			p = p[1:]
 			continue

@@ -137,3 +137,13 @@ func TestNegotiate(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNoCommonProtocol)
 	assert.Equal(t, "aci-protocol-v1", ProtocolResult()[ResultSupported].Str())
 }
+
+// FuzzUTF16Units: the fast count agrees with decoding rune by rune.
+func FuzzUTF16Units(f *testing.F) {
+	f.Add([]byte("abcdefgh中😀ijklmnop\xff\x80q"))
+	f.Fuzz(func(t *testing.T, p []byte) {
+		if got, want := utf16Units(p), utf16UnitsSlow(p); got != want {
+			t.Fatalf("%d units, want %d for %q", got, want, p)
+		}
+	})
+}

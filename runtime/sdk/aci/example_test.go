@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/agentoslab/agentlab/runtime/aci/wire"
 	"github.com/agentoslab/agentlab/runtime/sdk/aci"
@@ -33,20 +32,16 @@ func Example() {
 
 	ctx, stop := context.WithCancel(context.Background())
 	socket := fmt.Sprintf("@aci.example.%d.shout", os.Getpid())
-	served := make(chan error, 1)
-	go func() { served <- srv.ServeName(ctx, socket) }() // aci.RunServe(ctx, srv, args) in an app
+	serving, _ := srv.Start(ctx, socket) // aci.RunServe(ctx, srv, args) in an app
 
 	// The runtime's side: the listener must be the app's uid.
 	cl := &wire.Client{Socket: socket, UID: os.Getuid()}
-	for cl.Ping(ctx) != nil {
-		time.Sleep(time.Millisecond)
-	}
 	resp, _ := cl.Call(ctx, "shout", wire.Bundle{"text": wire.String("hi"), "times": wire.String("2")}, 0)
 	fmt.Println(resp.Result["shouted"].Str())
 	resp, _ = cl.Call(ctx, "shout", wire.Bundle{"text": wire.String("hi"), "times": wire.Int(99)}, 0)
 	fmt.Println(resp.Err())
 	stop()
-	fmt.Println(<-served)
+	fmt.Println(serving.Wait())
 	// Output:
 	// HI!HI!
 	// aci 400 BAD_REQUEST: times must be 1 to 10, not 99

@@ -159,18 +159,37 @@ func (s *Server) Serve(ctx context.Context) error {
 // connection until ctx ends; then it closes the listener and every
 // connection, waits for the handlers, and returns nil.
 func (s *Server) ServeName(ctx context.Context, name string) error {
-	runtime, open, err := s.admission()
+	sv, err := s.Start(ctx, name)
 	if err != nil {
 		return err
 	}
-	var svc transport.Service
-	acceptErr := make(chan error, 1)
+	return sv.Wait()
+}
+
+// Serving is a started server (Start).
+type Serving struct {
+	s         *Server
+	ctx       context.Context
+	svc       *transport.Service
+	acceptErr chan error
+}
+
+// Start listens on the socket name — when it returns without an error
+// the socket accepts connections — and serves in the background until
+// ctx ends. Wait waits for that end.
+func (s *Server) Start(ctx context.Context, name string) (*Serving, error) {
+	runtime, open, err := s.admission()
+	if err != nil {
+		return nil, err
+	}
+	sv := &Serving{s: s, ctx: ctx, svc: &transport.Service{}, acceptErr: make(chan error, 1)}
+	svc := sv.svc
 	err = svc.Start(ctx, name, func(ctx context.Context, ln *transport.Listener) {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				if ctx.Err() == nil {
-					acceptErr <- fmt.Errorf("aci: accept: %w", err)
+					sv.acceptErr <- fmt.Errorf("aci: accept: %w", err)
 				}
 				return
 			}
@@ -192,15 +211,22 @@ func (s *Server) ServeName(ctx context.Context, name string) error {
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("aci: serve: %w", err)
+		return nil, fmt.Errorf("aci: serve: %w", err)
 	}
+	return sv, nil
+}
+
+// Wait blocks until the server's context ends (nil) or its listener
+// fails, then stops it: the listener and every connection closed, every
+// handler waited for.
+func (sv *Serving) Wait() error {
+	var err error
 	select {
-	case <-ctx.Done():
-		err = nil
-	case err = <-acceptErr:
+	case <-sv.ctx.Done():
+	case err = <-sv.acceptErr:
 	}
-	svc.Close()
-	s.calls.Wait()
+	sv.svc.Close()
+	sv.s.calls.Wait()
 	return err
 }
 

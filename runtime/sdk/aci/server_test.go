@@ -64,15 +64,13 @@ func serve(t *testing.T, srv *Server) *wire.Client {
 	t.Helper()
 	name := sockName(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.ServeName(ctx, name) }()
+	sv, err := srv.Start(ctx, name)
+	require.NoError(t, err)
 	t.Cleanup(func() {
 		cancel()
-		require.NoError(t, <-done)
+		require.NoError(t, sv.Wait())
 	})
-	cl := &wire.Client{Socket: name, UID: os.Getuid(), CallerPkg: "org.agentos.sample.notes"}
-	require.Eventually(t, func() bool { return cl.Ping(context.Background()) == nil }, 5*time.Second, 5*time.Millisecond)
-	return cl
+	return &wire.Client{Socket: name, UID: os.Getuid(), CallerPkg: "org.agentos.sample.notes"}
 }
 
 func call(t *testing.T, cl *wire.Client, capability string, params wire.Bundle) *wire.Response {
@@ -133,18 +131,19 @@ func TestCapabilitiesAndProtocol(t *testing.T) {
 // Arguments reach the handler in their declared types; nothing the
 // controller sent is dropped silently (upstream's getString on a number).
 func TestArgumentsAreTyped(t *testing.T) {
-	var seen *Call
+	calls := make(chan *Call, 1)
 	srv := NewServer("s", nil)
 	srv.MustAdd(NewCapability("typed", "Take typed params.").
 		Param("limit", TypeInt, Optional, "").
 		Param("tls_verify", TypeBoolean, Optional, "").
 		Param("legacy", TypeString, Optional, "").
 		Param("url", TypeString, Required, "").
-		Handle(func(ctx context.Context, c *Call) (Bundle, error) { seen = c; return nil, nil }))
+		Handle(func(ctx context.Context, c *Call) (Bundle, error) { calls <- c; return nil, nil }))
 	cl := serve(t, srv)
 
 	resp := call(t, cl, "typed", wire.Bundle{"url": wire.String("u"), "limit": wire.String("50"), "tls_verify": wire.String("false"), "legacy": wire.Int(7), "_aci_token": wire.String("aci_token_secret")})
 	require.NoError(t, resp.Err())
+	seen := <-calls
 	assert.Equal(t, int64(50), seen.Int("limit"))
 	assert.True(t, seen.Has("tls_verify"))
 	assert.False(t, seen.BoolOr("tls_verify", true), "tls_verify=false as text is honoured, not replaced by the default")
@@ -212,9 +211,9 @@ func TestHandlerErrors(t *testing.T) {
 // Layer 5 on the callee's side: a confirm capability runs only with the
 // runtime's user_confirmed.
 func TestConfirmationIsChecked(t *testing.T) {
-	ran := 0
+	var ran atomic.Int64
 	h := func(ctx context.Context, c *Call) (Bundle, error) {
-		ran++
+		ran.Add(1)
 		assert.True(t, c.UserConfirmed)
 		return nil, nil
 	}
@@ -230,17 +229,17 @@ func TestConfirmationIsChecked(t *testing.T) {
 		resp = call(t, cl, id, wire.Bundle{"user_confirmed": wire.Bool(true)})
 		require.NoError(t, resp.Err(), id)
 	}
-	assert.Equal(t, 2, ran)
+	assert.Equal(t, int64(2), ran.Load())
 }
 
 // The permission hook sees the kernel's caller; callerPkg counts only as
 // the runtime's word about whom it calls for.
 func TestPermissionHookSeesTheKernelCaller(t *testing.T) {
-	var got Caller
+	seen := make(chan Caller, 2)
 	srv := NewServer("s", &Options{
 		RuntimeUIDs: []int{os.Getuid() + 777}, // this process is the app itself, not the runtime
 		Allow: func(ctx context.Context, c Caller, capability wire.Capability) error {
-			got = c
+			seen <- c
 			if capability.ID == "echo" {
 				return nil
 			}
@@ -253,6 +252,7 @@ func TestPermissionHookSeesTheKernelCaller(t *testing.T) {
 	cl.CallerPkg = "com.ai.assistance.quro" // a spoofed claim
 	resp := call(t, cl, "echo", wire.Bundle{"text": wire.String("hi")})
 	require.NoError(t, resp.Err())
+	got := <-seen
 	assert.Equal(t, os.Getuid(), got.UID)
 	assert.Equal(t, os.Getpid(), got.PID)
 	assert.False(t, got.Runtime)
