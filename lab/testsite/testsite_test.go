@@ -83,3 +83,15 @@ func TestSite(t *testing.T) {
 	assert.Contains(t, string(b), `"body":"hello"`)
 	assert.Contains(t, string(b), `"X-Test":"v"`)
 }
+
+func TestStartServesOnTCP(t *testing.T) {
+	s, err := Start("127.0.0.1:0")
+	require.NoError(t, err)
+	resp, err := http.Get(s.URL() + "/page/b")
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(b), "<title>Page B</title>")
+	assert.NotZero(t, s.Port())
+	require.NoError(t, s.Close())
+}
