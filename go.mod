@@ -3,6 +3,7 @@ module github.com/agentoslab/agentlab
 go 1.26.8
 
 require (
+	github.com/andybalholm/cascadia v1.3.5
 	github.com/anthropics/anthropic-sdk-go v1.84.0
 	github.com/coder/acp-go-sdk v0.13.0
 	github.com/electricbubble/gadb v0.1.0

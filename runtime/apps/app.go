@@ -42,9 +42,10 @@ type App struct {
 	// Binary is the file name of the app's executable: the bundle holds
 	// it as bin/<abi>/<binary> for one or more ABIs.
 	Binary string `json:"binary"`
-	// Services are the app's MCP servers. plugin.json's
-	// extensions."org.agentos".mcpServers.<x>.service names one of them;
-	// the launcher runs `<binary> serve --server <Server>`.
+	// Services are the app's MCP servers (kind "mcp") and ACI services
+	// (kind "aci"). plugin.json's extensions."org.agentos".mcpServers.<x>.service
+	// names an MCP one; the launcher runs `<binary> serve --server <Server>`
+	// for either kind.
 	Services []Service `json:"services,omitempty"`
 	// Caller says the app may call AgentOS over ACP.
 	Caller bool `json:"caller,omitempty"`
@@ -56,15 +57,17 @@ type App struct {
 	Commands []string `json:"commands,omitempty"`
 }
 
-// Service is one MCP server of an app.
+// Service is one MCP server or ACI service of an app.
 type Service struct {
 	// Name is the service's name (a Java-style class name upstream):
 	// printable ASCII without spaces, ≤ 255 bytes.
 	Name string `json:"name"`
-	// Kind is "mcp".
+	// Kind is "mcp" or "aci".
 	Kind string `json:"kind"`
-	// Server names the server: [A-Za-z0-9_-]{1,32}. Its socket is
-	// transport.Names.App(package, server).
+	// Server names the server: [A-Za-z0-9_-]{1,32}, unique among the
+	// app's services of both kinds. Its socket is
+	// transport.Names.App(package, server) for an MCP server and
+	// transport.Names.ACI(package, server) for an ACI service.
 	Server string `json:"server"`
 }
 
@@ -78,8 +81,13 @@ const (
 	maxJSONDepth    = 16
 )
 
-// ServiceKindMCP is the only service kind.
-const ServiceKindMCP = "mcp"
+// Service kinds.
+const (
+	// ServiceKindMCP is an MCP server (runtime/sdk/plugin).
+	ServiceKindMCP = "mcp"
+	// ServiceKindACI is an ACI service of a controlled app (runtime/sdk/aci).
+	ServiceKindACI = "aci"
+)
 
 // AppError is a problem with app.json: the field (a JSON path such as
 // "services[1].server", or "" for the document) and what is wrong.
@@ -234,8 +242,8 @@ func (a *App) Validate() error {
 		switch {
 		case !validServiceName(s.Name):
 			return &AppError{Field: f + ".name", Reason: "must be 1 to 255 printable ASCII characters without spaces"}
-		case s.Kind != ServiceKindMCP:
-			return &AppError{Field: f + ".kind", Reason: fmt.Sprintf("%q is not a service kind (only %q)", clipText(s.Kind), ServiceKindMCP)}
+		case s.Kind != ServiceKindMCP && s.Kind != ServiceKindACI:
+			return &AppError{Field: f + ".kind", Reason: fmt.Sprintf("%q is not a service kind (%q or %q)", clipText(s.Kind), ServiceKindMCP, ServiceKindACI)}
 		case !serverName.MatchString(s.Server):
 			return &AppError{Field: f + ".server", Reason: fmt.Sprintf("%q is not a server name ([A-Za-z0-9_-]{1,32})", clipText(s.Server))}
 		case names[s.Name]:

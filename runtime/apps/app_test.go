@@ -28,6 +28,24 @@ func TestParseAppValid(t *testing.T) {
 	}
 }
 
+// An ACI service is a kind beside MCP servers: a controlled app declares
+// it like one, and both kinds share the server-name space.
+func TestParseAppACIService(t *testing.T) {
+	t.Parallel()
+	a, err := ParseApp([]byte(`{"package":"org.agentos.sample.browser","label":"浏览器","versionCode":1,"binary":"browser",
+		"services":[{"name":"org.agentos.sample.browser.BrowserAciService","kind":"aci","server":"browser"},
+		            {"name":"org.agentos.sample.browser.McpService","kind":"mcp","server":"tools"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := a.Service("browser"); !ok || s.Kind != ServiceKindACI {
+		t.Fatalf("aci service: %+v %v", s, ok)
+	}
+	if s, ok := a.Service("tools"); !ok || s.Kind != ServiceKindMCP {
+		t.Fatalf("mcp service: %+v %v", s, ok)
+	}
+}
+
 func TestParseAppRejects(t *testing.T) {
 	t.Parallel()
 	base := map[string]any{}
@@ -90,6 +108,8 @@ func TestParseAppRejects(t *testing.T) {
 		{"service unknown key", with("services", []any{map[string]any{"name": "a", "kind": "mcp", "server": "s", "x": 1}}), "services[0].x"},
 		{"service missing server", with("services", []any{map[string]any{"name": "a", "kind": "mcp"}}), "services[0].server"},
 		{"duplicate server", with("services", append(svc("a", "mcp", "s"), svc("b", "mcp", "s")...)), "services[1].server"},
+		{"server shared by an MCP and an ACI service", with("services", append(svc("a", "mcp", "s"), svc("b", "aci", "s")...)), "services[1].server"},
+		{"service kind is case-sensitive", with("services", svc("a.B", "ACI", "main")), "services[0].kind"},
 		{"duplicate service name", with("services", append(svc("a", "mcp", "s"), svc("a", "mcp", "t")...)), "services[1].name"},
 		{"serve command", with("commands", []any{"serve"}), "commands[0]"},
 		{"bad command", with("commands", []any{"Dump"}), "commands[0]"},

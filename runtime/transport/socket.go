@@ -212,3 +212,7 @@ func (n Names) Ext() string { return n.name("agentos-ext") }
 
 // App is the socket a provider app serves MCP on for one of its servers.
 func (n Names) App(pkg, server string) string { return n.name("agentos-app." + pkg + "." + server) }
+
+// ACI is the socket a controlled app serves ACI on for one of its
+// services ("@aci.<package>.<service>", runtime/aci/wire).
+func (n Names) ACI(pkg, service string) string { return n.name("aci." + pkg + "." + service) }

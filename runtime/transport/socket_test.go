@@ -202,6 +202,10 @@ func TestNames(t *testing.T) {
 		if n.ACP() != "@t1-agentos-acp" || n.App("org.x", "main") != "@t1-agentos-app.org.x.main" {
 			t.Fatalf("names %s %s", n.ACP(), n.App("org.x", "main"))
 		}
+		// ACI services keep the upstream-style name after the prefix.
+		if got := n.ACI("org.x", "browser"); got != "@t1-aci.org.x.browser" {
+			t.Fatalf("aci name %s", got)
+		}
 	}
 	d := Names{Dir: "sockets"}
 	if d.Admin() != filepath.Join("sockets", "agentos-admin.sock") {

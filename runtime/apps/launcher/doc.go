@@ -19,6 +19,8 @@
 //	AGENTOS_PACKAGE   the package name
 //	AGENTOS_SOCKET    the socket to listen on: transport.Names.App(package, server)
 //	                  with the runtime's prefix ("@agentos-app.<package>.<server>")
+//	                  for an MCP server, transport.Names.ACI(package, server)
+//	                  ("@aci.<package>.<server>") for an ACI service
 //	AGENTOS_RUNTIME_UID  the runtime's uid: the only peer besides itself the
 //	                  app's server admits (runtime/sdk/plugin does so)
 //	AGENTOS_SYSTEM_DATA  a directory shared by every app uid for the

@@ -56,7 +56,8 @@ func testBundle(t testing.TB, versionCode int, key ed25519.PrivateKey) string {
 	t.Helper()
 	app := fmt.Sprintf(`{"package":%q,"label":"Launch test","versionCode":%d,"binary":"testapp",
 "services":[{"name":"Main","kind":"mcp","server":"main"},{"name":"Dies","kind":"mcp","server":"dies"},
-{"name":"Mute","kind":"mcp","server":"mute"},{"name":"Stubborn","kind":"mcp","server":"stubborn"}],
+{"name":"Mute","kind":"mcp","server":"mute"},{"name":"Stubborn","kind":"mcp","server":"stubborn"},
+{"name":"Aci","kind":"aci","server":"aci"}],
 "commands":["id","env","pwd","flood","exit","sleep"]}`, testPkg, versionCode)
 	src := fstest.MapFS{
 		"app.json": {Data: []byte(app)},
@@ -201,6 +202,31 @@ func TestStartServiceAsAppUID(t *testing.T) {
 	}
 	if ps, _ := e.client.List(ctx); len(ps) != 0 {
 		t.Fatalf("still listed after stop: %+v", ps)
+	}
+}
+
+// An ACI service starts like an MCP server, as the app's uid, but on its
+// ACI socket ("@aci.<package>.<server>" after the runtime's prefix).
+func TestStartACIService(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := ctxT(t)
+	p, err := e.client.Start(ctx, testPkg, "aci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Socket != e.names.ACI(testPkg, "aci") || p.UID != e.pkg.UID {
+		t.Fatalf("proc %+v, want socket %s", p, e.names.ACI(testPkg, "aci"))
+	}
+	c, err := transport.Dial(ctx, e.names.ACI(testPkg, "aci"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if cred, err := transport.PeerCred(c); err != nil || cred.UID != e.pkg.UID {
+		t.Fatalf("listener %+v %v, package uid %d", cred, err, e.pkg.UID)
+	}
+	if _, err := transport.Dial(ctx, e.names.App(testPkg, "aci")); err == nil {
+		t.Fatal("an ACI service listens on the MCP name too")
 	}
 }
 

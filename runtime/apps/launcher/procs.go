@@ -24,7 +24,7 @@ type Proc struct {
 	Server  string `json:"server"`
 	PID     int    `json:"pid"`
 	UID     int    `json:"uid"`
-	// Socket is where it listens (transport.Names.App).
+	// Socket is where it listens (ServiceSocket).
 	Socket    string `json:"socket"`
 	StartedAt int64  `json:"startedAt"` // unix ms
 }
@@ -64,6 +64,15 @@ type proc struct {
 	status  string        // set before done closes
 	stopped bool          // a stop was requested; guarded by Server.mu
 	log     *logfile.Writer
+}
+
+// ServiceSocket is where an app serves one of its services: an MCP
+// server on transport.Names.App, an ACI service on transport.Names.ACI.
+func ServiceSocket(names transport.Names, pkg string, svc apps.Service) string {
+	if svc.Kind == apps.ServiceKindACI {
+		return names.ACI(pkg, svc.Server)
+	}
+	return names.App(pkg, svc.Server)
 }
 
 // env is the environment of an app process.
@@ -119,10 +128,11 @@ func (s *Server) startService(ctx context.Context, pkg, server string, retried b
 	if !ok {
 		return nil, refusal(errcode.InvalidParams, "not_installed", "%s is not installed", clip(pkg))
 	}
-	if _, ok := p.Service(server); !ok {
+	svc, ok := p.Service(server)
+	if !ok {
 		return nil, refusal(errcode.InvalidParams, "no_such_service", "%s has no server %q", pkg, clip(server))
 	}
-	socket := s.o.Names.App(pkg, server)
+	socket := ServiceSocket(s.o.Names, pkg, svc)
 	if strings.HasPrefix(socket, "@") && len(socket) > socketNameLimit {
 		return nil, refusal(errcode.InvalidParams, "name_too_long", "socket name %s is longer than %d bytes", socket, socketNameLimit)
 	}

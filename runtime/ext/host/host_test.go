@@ -523,6 +523,8 @@ func TestBadPlugins(t *testing.T) {
 		"mcp.json": []byte(`{"mcpServers":{"test":{"type":"streamable-http","url":"https://example.com/mcp"}}}`)})
 	e.install("org.a.huge", digestA, 1, files("plugin.json", strings.Repeat(" ", 300000)))
 	e.table.put(apps.Package{Name: "org.a.nodir", UID: os.Getuid(), SigningDigest: digestA, Services: []apps.Service{{Name: "S", Kind: "mcp", Server: "s"}}})
+	// A controlled app with ACI services only has no plugin to miss.
+	e.table.put(apps.Package{Name: "org.a.acionly", UID: os.Getuid(), SigningDigest: digestA, Services: []apps.Service{{Name: "A", Kind: "aci", Server: "a"}}})
 	// Two plugins with one name: the smaller id wins, then keeps it.
 	e.install("org.b.second", digestA, 1, map[string][]byte{"plugin.json": pluginJSON("same")})
 	e.install("org.c.third", digestA, 1, map[string][]byte{"plugin.json": pluginJSON("same")})
@@ -546,6 +548,11 @@ func TestBadPlugins(t *testing.T) {
 		}
 		if _, err := e.op(OpEnable, map[string]string{"id": id}); reasonOf(err) != "not_ready" {
 			t.Errorf("%s: enable = %v", id, err)
+		}
+	}
+	for _, v := range e.h.list() {
+		if strings.HasPrefix(v.ID, "org.a.acionly") {
+			t.Errorf("an ACI-only app is listed as a plugin: %+v", v)
 		}
 	}
 	if v := e.plugin("org.b.second/agent-plugin"); v.Status != StatusReady {

@@ -89,7 +89,9 @@ func (s *scanned) usableServers() []declaredServer {
 func scanPackage(p apps.Package, files Files) *scanned {
 	list, exists, err := files.List(p)
 	if !exists || err != nil {
-		if len(p.Services) == 0 {
+		if !slices.ContainsFunc(p.Services, func(s apps.Service) bool { return s.Kind == apps.ServiceKindMCP }) {
+			// No MCP server (none at all, or only ACI services): no
+			// plugin is missing.
 			return nil
 		}
 		// Services but no plugin directory: an anchor without assets.

@@ -30,6 +30,10 @@ const Module = "github.com/agentoslab/agentlab/sampleapps/"
 // sampleapps/): the five apps of spec §9 and the test plugin.
 var Apps = []string{"alarm", "calendar", "notes", "todo", "sms", "mcptest"}
 
+// Controlled are the sample controlled apps (ACI services, no MCP
+// tools): packed on request, not part of Apps' default set.
+var Controlled = []string{"browser"}
+
 // ErrUnknownApp is returned for a name not in Apps.
 var ErrUnknownApp = errors.New("appbundle: not a sample app")
 
@@ -139,7 +143,7 @@ func goTool(ctx context.Context, args ...string) (string, error) {
 }
 
 func known(app string) error {
-	if !slices.Contains(Apps, app) {
+	if !slices.Contains(Apps, app) && !slices.Contains(Controlled, app) {
 		return fmt.Errorf("%w: %q", ErrUnknownApp, app)
 	}
 	return nil
@@ -233,6 +237,9 @@ func (s *Set) pack(ctx context.Context, app string) (*Bundle, error) {
 	}
 	assets := filepath.Join(src, "assets")
 	err = filepath.WalkDir(assets, func(p string, d fs.DirEntry, err error) error {
+		if p == assets && errors.Is(err, fs.ErrNotExist) {
+			return nil // a controlled app has no plugin assets
+		}
 		if err != nil || d.IsDir() {
 			return err
 		}
