@@ -2,11 +2,13 @@ package config
 
 import (
 	"encoding/json"
+	"github.com/agentoslab/agentlab/internal/strictyaml"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -135,7 +137,7 @@ func TestSchemaMatchesTypes(t *testing.T) {
 		default:
 			return
 		}
-		if t0 == durationType {
+		if t0 == reflect.TypeFor[Duration]() {
 			return
 		}
 		props, _ := s["properties"].(map[string]any)
@@ -144,7 +146,7 @@ func TestSchemaMatchesTypes(t *testing.T) {
 			inSchema = append(inSchema, k)
 		}
 		sort.Strings(inSchema)
-		if names := yamlNames(t0); !slices.Equal(names, inSchema) {
+		if names := strictyaml.Keys(t0); !slices.Equal(names, inSchema) {
 			t.Errorf("%s: Go fields %v, schema properties %v", at, names, inSchema)
 		}
 		if s["additionalProperties"] != false {
@@ -152,7 +154,7 @@ func TestSchemaMatchesTypes(t *testing.T) {
 		}
 		for i := range t0.NumField() {
 			f := t0.Field(i)
-			if n := yamlName(f); n != "" && props[n] != nil {
+			if n, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); n != "" && n != "-" && props[n] != nil {
 				walk(f.Type, props[n].(map[string]any), at+"."+n)
 			}
 		}
