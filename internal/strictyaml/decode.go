@@ -173,6 +173,17 @@ func (d *Decoder) HasProblem(path string) bool {
 	return false
 }
 
+// HasProblemUnder reports whether a problem names path or a field under
+// it.
+func (d *Decoder) HasProblemUnder(path string) bool {
+	for _, p := range d.st.problems {
+		if p.Path == path || strings.HasPrefix(p.Path, path+".") || strings.HasPrefix(p.Path, path+"[") {
+			return true
+		}
+	}
+	return false
+}
+
 // Err returns the problems found, sorted, as an *Error wrapping kind; nil
 // when there are none.
 func (d *Decoder) Err(kind error) error {
