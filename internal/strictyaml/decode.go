@@ -11,8 +11,8 @@
 // caller validates the decoded value afterwards and reports its findings
 // through the same Decoder, at the positions it recorded (Decoder.Pos).
 //
-// Schema builds a JSON Schema of the same types, so the schemas editors
-// use are generated from the Go types rather than written by hand.
+// internal/yamlschema builds JSON Schemas of the same types, so the
+// schemas editors use are generated from the Go types.
 package strictyaml
 
 import (
@@ -395,6 +395,27 @@ func fieldsOf(t reflect.Type) *fieldSet {
 func Keys(t reflect.Type) []string {
 	out := slices.Clone(fieldsOf(t).keys)
 	slices.Sort(out)
+	return out
+}
+
+// Field is one YAML key of a struct type.
+type Field struct {
+	Key string
+	// Index is the field's index for reflect.Value.FieldByIndex (through
+	// inlined structs).
+	Index []int
+	Type  reflect.Type
+}
+
+// Fields returns the YAML keys of struct type t, inlined structs
+// flattened, in declaration order.
+func Fields(t reflect.Type) []Field {
+	fs := fieldsOf(t)
+	out := make([]Field, len(fs.keys))
+	for i, k := range fs.keys {
+		f := fs.byKey[k]
+		out[i] = Field{Key: k, Index: slices.Clone(f.index), Type: f.typ}
+	}
 	return out
 }
 

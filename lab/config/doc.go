@@ -36,6 +36,7 @@
 //
 // # Schema
 //
-// lab.schema.json (JSONSchema) is the JSON Schema of the file, for editors;
-// a test keeps it in step with the Go types.
+// lab.schema.json (JSONSchema) is the JSON Schema of the file, for editors,
+// generated from the Go types (go generate ./lab/config; a test fails when
+// it is stale).
 package config

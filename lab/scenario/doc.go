@@ -27,3 +27,5 @@
 // of caller plans to the test caller's wire form (CallerStep.EncodePlan).
 // Running steps against devices is lab/steps' job.
 package scenario
+
+//go:generate go test -run ^TestSchemaUpToDate$ . -update

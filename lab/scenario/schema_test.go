@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentoslab/agentlab/internal/strictyaml"
+	"github.com/agentoslab/agentlab/internal/yamlschema"
 	"github.com/google/jsonschema-go/jsonschema"
 	"gopkg.in/yaml.v3"
 )
@@ -226,7 +227,7 @@ func TestBadCorpusAgreement(t *testing.T) {
 // TestSchemaUpToDate: scenarios/scenario.schema.json is what the Go types
 // generate (go generate ./lab/scenario rewrites it).
 func TestSchemaUpToDate(t *testing.T) {
-	docs, err := strictyaml.DocsFromSource(".")
+	docs, err := yamlschema.DocsFromSource(".")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentoslab/agentlab/internal/yamlschema"
 	"github.com/google/jsonschema-go/jsonschema"
 	"gopkg.in/yaml.v3"
 )
@@ -243,5 +244,27 @@ func TestLoad(t *testing.T) {
 	}
 	if _, err := Load(p); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Load(big) = %v", err)
+	}
+}
+
+// TestSchemaUpToDate: script.schema.json is what the document types
+// generate (go generate ./runtime/model/script rewrites it).
+func TestSchemaUpToDate(t *testing.T) {
+	docs, err := yamlschema.DocsFromSource(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := generateSchema(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile("script.schema.json", got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if string(got) != string(Schema()) {
+		t.Errorf("script.schema.json is stale: run go generate ./runtime/model/script")
 	}
 }

@@ -48,6 +48,10 @@ const (
 	maxCutOrEnd = 1 << 20
 )
 
+// script.schema.json is generated from the document types by
+// TestSchemaUpToDate (go generate), which fails when it is stale.
+//
+//go:generate go test -run ^TestSchemaUpToDate$ . -update
 //go:embed script.schema.json
 var schemaJSON []byte
 
@@ -108,41 +112,74 @@ type toolCall struct {
 	line      int
 }
 
-// document is the wire form, decoded strictly (internal/strictyaml).
+// document is the wire form, decoded strictly (internal/strictyaml); the
+// field comments are the schema's descriptions (schema.go).
 type document struct {
-	Version     *int      `yaml:"version"`
-	Description str       `yaml:"description"`
-	Final       *str      `yaml:"final"`
-	Steps       []stepDoc `yaml:"steps"`
+	// Version is the format's version, 1; optional.
+	Version *int `yaml:"version"`
+	// Description is for the reader.
+	Description str `yaml:"description"`
+	// Final is the text answered once the steps are used up; default: echo
+	// the last user message.
+	Final *str `yaml:"final"`
+	// Steps answer the model calls of a turn in order.
+	Steps []stepDoc `yaml:"steps"`
 }
 
+// stepDoc is one answer: a reply (text, thinking, tool calls), a failure,
+// a compromised model, or an echo.
 type stepDoc struct {
-	Text        chunks    `yaml:"text"`
-	Thinking    chunks    `yaml:"thinking"`
-	ChunkChars  *int      `yaml:"chunkChars"`
-	ToolCalls   []callDoc `yaml:"toolCalls"`
-	Stop        str       `yaml:"stop"`
-	DelayMs     int       `yaml:"delayMs"`
-	IntervalMs  int       `yaml:"intervalMs"`
-	CutAfter    *int      `yaml:"cutAfter"`
-	HangAfter   *int      `yaml:"hangAfter"`
-	Fail        *failDoc  `yaml:"fail"`
-	Compromised bool      `yaml:"compromised"`
-	Echo        bool      `yaml:"echo"`
+	// Text is streamed as the answer's text.
+	Text chunks `yaml:"text"`
+	// Thinking is streamed as reasoning before the text.
+	Thinking chunks `yaml:"thinking"`
+	// ChunkChars splits one text into chunks of this many characters.
+	ChunkChars *int `yaml:"chunkChars"`
+	// ToolCalls are the tools the answer calls.
+	ToolCalls []callDoc `yaml:"toolCalls"`
+	// Stop is the stop reason; default tool_use with tool calls, else
+	// end_turn.
+	Stop str `yaml:"stop"`
+	// DelayMs waits before the first event.
+	DelayMs int `yaml:"delayMs"`
+	// IntervalMs waits between events.
+	IntervalMs int `yaml:"intervalMs"`
+	// CutAfter cuts the stream after this many events.
+	CutAfter *int `yaml:"cutAfter"`
+	// HangAfter stops sending (and never ends) after this many events.
+	HangAfter *int `yaml:"hangAfter"`
+	// Fail fails the call as a provider does, before any event.
+	Fail *failDoc `yaml:"fail"`
+	// Compromised follows every instruction found in the conversation.
+	Compromised bool `yaml:"compromised"`
+	// Echo answers with the last user message.
+	Echo bool `yaml:"echo"`
 	// Comment is for the reader; it changes nothing.
 	Comment str `yaml:"comment"`
 }
 
+// failDoc is how a step fails: an HTTP status, or a hang.
 type failDoc struct {
-	Status     int    `yaml:"status"`
+	// Status is a failing HTTP status (100-199, 300-599).
+	Status int `yaml:"status"`
+	// RetryAfter is the Retry-After header: whole seconds or an HTTP date.
 	RetryAfter string `yaml:"retryAfter"`
-	Hang       bool   `yaml:"hang"`
+	// Hang never answers.
+	Hang bool `yaml:"hang"`
 }
 
+// callDoc is a scripted tool call, by final name or by raw [plugin,
+// server, tool].
 type callDoc struct {
-	ID        *str     `yaml:"id"`
-	Name      *str     `yaml:"name"`
-	MCP       []str    `yaml:"mcp"`
+	// ID is the call's id; default generated.
+	ID *str `yaml:"id"`
+	// Name is the tool's final name.
+	Name *str `yaml:"name"`
+	// MCP is the raw [plugin, server, tool], resolved against the offered
+	// tools.
+	MCP []str `yaml:"mcp"`
+	// Arguments are the call's arguments (a JSON object), with
+	// $result[N].path substitutions.
 	Arguments argument `yaml:"arguments"`
 }
 

@@ -1,4 +1,9 @@
-package strictyaml
+// Package yamlschema builds the JSON Schemas editors use
+// (scenario.schema.json, lab.schema.json, script.schema.json) from the Go
+// types internal/strictyaml decodes, by the same yaml tags, so a key the
+// decoder knows is a key the schema knows. The packages' tests generate
+// them (go generate) and check that the files in the tree are current.
+package yamlschema
 
 import (
 	"bytes"
@@ -13,13 +18,11 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/agentoslab/agentlab/internal/strictyaml"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// The JSON Schemas editors use (scenario.schema.json, lab.schema.json,
-// script.schema.json) are generated from the same Go types the Decoder
-// fills, by the same yaml tags, so a key the decoder knows is a key the
-// schema knows. jsonschema.For is not used: it reads json tags, makes
+// jsonschema.For is not used: it reads json tags, makes
 // every field without omitempty required and refuses recursive types
 // (conditions nest); the schema is built here into jsonschema-go's Schema
 // type instead, and the packages' tests validate documents with it.
@@ -29,7 +32,7 @@ type SchemaOptions struct {
 	// ID, Title and Description head the document.
 	ID, Title, Description string
 	// Types are the schemas of types with YAML forms of their own (those
-	// of Options.Types), used as given.
+	// of strictyaml.Options.Types), used as given.
 	Types map[reflect.Type]*jsonschema.Schema
 	// Docs describe types ("Step") and fields ("Step.Background", by Go
 	// field name), as DocsFromSource reads them from the doc comments.
@@ -43,8 +46,8 @@ type SchemaOptions struct {
 	// Build computes the schema of a type from others (a shorthand
 	// form, a table of variants), in the same document.
 	Build map[reflect.Type]func(g *SchemaGen) *jsonschema.Schema
-	// OneAsList mirrors Options.OneAsList: a list of strings may be one
-	// string.
+	// OneAsList mirrors strictyaml.Options.OneAsList: a list of strings
+	// may be one string.
 	OneAsList bool
 }
 
@@ -176,11 +179,10 @@ func (g *SchemaGen) typeSchema(t reflect.Type) *jsonschema.Schema {
 func (g *SchemaGen) structSchema(t reflect.Type) *jsonschema.Schema {
 	s := &jsonschema.Schema{Type: "object", AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
 		Properties: map[string]*jsonschema.Schema{}, Description: g.opts.Docs[t.Name()]}
-	fs := fieldsOf(t)
-	for _, key := range fs.keys {
-		f := fs.byKey[key]
-		owner, sf := fieldOwner(t, f.index)
-		ps := g.typeSchema(f.typ)
+	for _, f := range strictyaml.Fields(t) {
+		key := f.Key
+		owner, sf := fieldOwner(t, f.Index)
+		ps := g.typeSchema(f.Type)
 		if d := g.opts.Docs[owner.Name()+"."+sf.Name]; d != "" && ps.Ref == "" {
 			ps.Description = d
 		} else if d != "" {

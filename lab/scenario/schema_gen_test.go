@@ -5,17 +5,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentoslab/agentlab/internal/strictyaml"
+	"github.com/agentoslab/agentlab/internal/yamlschema"
 	"github.com/agentoslab/agentlab/sampleapps/acptestclient"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// scenarios/scenario.schema.json is generated from the types of this
-// package (TestSchemaUpToDate fails when it is stale):
-//
-//go:generate go test -run ^TestSchemaUpToDate$ . -update
-
-// SchemaFile is the editors' schema, relative to this package's folder.
+// schemaFile is the editors' schema, relative to this package's folder;
+// TestSchemaUpToDate generates it from the types (go generate).
 const schemaFile = "../../scenarios/scenario.schema.json"
 
 // durationPattern is a Go duration as the decoder reads it.
@@ -77,11 +73,11 @@ func appPattern() string {
 }
 
 // generateSchema builds scenario.schema.json from the types; docs are the
-// types' doc comments (strictyaml.DocsFromSource).
+// types' doc comments (yamlschema.DocsFromSource).
 func generateSchema(docs map[string]string) ([]byte, error) {
 	app := pattern(appPattern())
 	role := pattern(roleRE.String())
-	s := strictyaml.Schema(reflect.TypeFor[Scenario](), strictyaml.SchemaOptions{
+	s := yamlschema.Schema(reflect.TypeFor[Scenario](), yamlschema.SchemaOptions{
 		ID:    "https://agentoslab.github.io/agentlab/scenario.schema.json",
 		Title: "agentlab scenario",
 		Description: "One scenario of the lab's suite (lab/scenario/DSL.md), generated from the Go types of lab/scenario. " +
@@ -102,7 +98,7 @@ func generateSchema(docs map[string]string) ([]byte, error) {
 			reflect.TypeFor[ModelScript](): {Description: "A model script written inline, or the name of one of scripts.",
 				AnyOf: []*jsonschema.Schema{{Type: "string", Pattern: saveRE.String()}, {Type: "object"}}},
 		},
-		Build: map[reflect.Type]func(*strictyaml.SchemaGen) *jsonschema.Schema{
+		Build: map[reflect.Type]func(*yamlschema.SchemaGen) *jsonschema.Schema{
 			reflect.TypeFor[PlanOp](): planOpSchema,
 		},
 		Fields: map[string]func(*jsonschema.Schema){
@@ -215,7 +211,7 @@ func generateSchema(docs map[string]string) ([]byte, error) {
 			reflect.TypeFor[IncludeStep](): func(s *jsonschema.Schema) { s.Required = []string{"fragment"} },
 		},
 	})
-	return strictyaml.MarshalSchema(s)
+	return yamlschema.MarshalSchema(s)
 }
 
 // conditionKeys are the subjects and groups of a condition, one of which
@@ -234,7 +230,7 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 
 // planOpSchema is an operation of a plan: its kind alone, or the kind
 // with its own fields (PlanOps), as YAML keys.
-func planOpSchema(g *strictyaml.SchemaGen) *jsonschema.Schema {
+func planOpSchema(g *yamlschema.SchemaGen) *jsonschema.Schema {
 	fields := g.Object(planFieldsType)
 	bare := &jsonschema.Schema{Type: "string", Description: "An operation that needs no fields."}
 	var alts []*jsonschema.Schema

@@ -1,4 +1,4 @@
-package strictyaml
+package yamlschema
 
 import (
 	"encoding/json"
@@ -9,6 +9,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+type dur int64
+
+type inner struct {
+	Name  string `yaml:"name"`
+	Count int    `yaml:"count"`
+}
+
+type base struct {
+	Shared string `yaml:"shared"`
+}
 
 // node is recursive, as conditions are.
 type node struct {
@@ -77,14 +88,14 @@ func TestDocsFromSource(t *testing.T) {
 	t.Parallel()
 	docs, err := DocsFromSource(".")
 	require.NoError(t, err)
-	assert.Contains(t, docs["Problem"], "one thing wrong with a document")
-	assert.Contains(t, docs["Problem.Path"], `"steps[2].wait.timeout"`)
+	assert.Contains(t, docs["SchemaOptions"], "say what the Go types alone do not")
+	assert.Contains(t, docs["SchemaOptions.Fields"], `"Type.key"`)
 	assert.NotContains(t, docs, "node", "test files are not read")
 }
 
 func TestDefName(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[reflect.Type]string{reflect.TypeFor[Problem](): "problem", reflect.TypeFor[SchemaOptions](): "schemaOptions",
+	for in, want := range map[reflect.Type]string{reflect.TypeFor[SchemaGen](): "schemaGen", reflect.TypeFor[SchemaOptions](): "schemaOptions",
 		reflect.TypeFor[struct{ A int }](): "anon"} {
 		assert.Equal(t, want, defName(in))
 	}
