@@ -239,3 +239,28 @@ func TestPathReferences(t *testing.T) {
 		}
 	}
 }
+
+// TestSkeleton: the skeleton of agentlab scenarios new validates, with the
+// suite's fragment and without it, and refuses names that are no file.
+func TestSkeleton(t *testing.T) {
+	t.Parallel()
+	for _, withFragment := range []bool{true, false} {
+		b, err := Skeleton("notes/create-then-get", withFragment)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := "../../scenarios/notes/create-then-get.yaml"
+		s, err := Parse(b, file, nil)
+		if err != nil {
+			t.Fatalf("fragment %v: the skeleton does not validate:\n%v\n%s", withFragment, err, b)
+		}
+		if s.Name != "notes/create-then-get" || s.Steps[0].Caller.App != "org.agentos.test.acp.notes.createthenget" {
+			t.Errorf("skeleton %+v", s)
+		}
+	}
+	for _, bad := range []string{"create", "a/b/c", "Notes/x", "/x", "x/"} {
+		if _, err := Skeleton(bad, true); err == nil {
+			t.Errorf("Skeleton(%q) accepted", bad)
+		}
+	}
+}
