@@ -186,7 +186,7 @@ Edit it, then validate and run it on a virtual device.`,
 				return usagef(cmd, "%s already exists", file)
 			}
 			_, ferr := os.Stat(filepath.Join(dir, "test-caller"+scenario.FragmentSuffix))
-			b, err := scenario.Skeleton(name, ferr == nil)
+			b, err := scenario.Skeleton(name, file, ferr == nil)
 			if err != nil {
 				return usagef(cmd, "%v", err)
 			}

@@ -245,11 +245,11 @@ func TestPathReferences(t *testing.T) {
 func TestSkeleton(t *testing.T) {
 	t.Parallel()
 	for _, withFragment := range []bool{true, false} {
-		b, err := Skeleton("notes/create-then-get", withFragment)
+		file := "../../scenarios/notes/create-then-get.yaml"
+		b, err := Skeleton("notes/create-then-get", file, withFragment)
 		if err != nil {
 			t.Fatal(err)
 		}
-		file := "../../scenarios/notes/create-then-get.yaml"
 		s, err := Parse(b, file, nil)
 		if err != nil {
 			t.Fatalf("fragment %v: the skeleton does not validate:\n%v\n%s", withFragment, err, b)
@@ -259,7 +259,7 @@ func TestSkeleton(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"create", "a/b/c", "Notes/x", "/x", "x/"} {
-		if _, err := Skeleton(bad, true); err == nil {
+		if _, err := Skeleton(bad, "x.yaml", true); err == nil {
 			t.Errorf("Skeleton(%q) accepted", bad)
 		}
 	}

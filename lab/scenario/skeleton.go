@@ -2,15 +2,17 @@ package scenario
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
-// Skeleton is the commented start of a new scenario named AREA/NAME (a
-// file AREA/NAME.yaml of a suite): a copy of the test caller that prompts
-// once and a check on its answer, every part of the language named where
-// it goes. withFragment uses the suite's test-caller fragment for the
-// setup; without it the setup is written out. The skeleton validates.
-func Skeleton(name string, withFragment bool) ([]byte, error) {
+// Skeleton is the commented start of a new scenario named AREA/NAME, to
+// be written to file (AREA/NAME.yaml of a suite): a copy of the test
+// caller that prompts once and a check on its answer, every part of the
+// language named where it goes. withFragment uses the suite's
+// test-caller fragment for the setup; without it the setup is written
+// out. The skeleton validates.
+func Skeleton(name, file string, withFragment bool) ([]byte, error) {
 	area, short, ok := strings.Cut(name, "/")
 	if !ok || strings.Contains(short, "/") || !nameRE.MatchString(name) || area == "" || short == "" {
 		return nil, fmt.Errorf("%q: want AREA/NAME, lower case letters, digits, . _ and - (the file AREA/NAME.yaml)", name)
@@ -31,7 +33,7 @@ func Skeleton(name string, withFragment bool) ([]byte, error) {
 	return []byte(fmt.Sprintf(`# yaml-language-server: $schema=../scenario.schema.json
 #
 # %[1]s: a new scenario. The language is lab/scenario/DSL.md; check it with
-#   agentlab scenarios validate %[1]s.yaml
+#   agentlab scenarios validate %[5]s
 # and run it on a virtual device with
 #   agentlab run --scenario %[1]s
 name: %[1]s
@@ -67,7 +69,7 @@ checks:
     saved: plan
     path: .r.p.text
     eq: hello from the stub
-`, name, area, setup, pkg)), nil
+`, name, area, setup, pkg, filepath.ToSlash(file))), nil
 }
 
 // pkgWord makes a name part a package segment: letters and digits, a
