@@ -8,6 +8,9 @@
 // honest: every scenario is valid (the lab's validator and the JSON
 // Schema editors use), names are unique, tags come from the documented
 // set, every listed upstream check is covered by a named check and every
-// named check's upstream is listed, and README.md's mapping table is the
-// one the scenarios imply (go test ./scenarios -update rewrites it).
+// named check's upstream is listed, README.md's mapping table is the one
+// the scenarios imply (go test ./scenarios -update rewrites it), and no
+// file holds a test-caller plan or a model script inside a string or a
+// line over 160 characters. *.fragment.yaml are the setup fragments
+// scenarios include.
 package scenarios

@@ -128,7 +128,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"report", "dif"}, `unknown command "dif" for agentlab report (did you mean "diff"?)`, "Run 'agentlab report diff --help' for usage.", false},
 		{[]string{"vdevice", "strt"}, `unknown command "strt" for agentlab vdevice (did you mean "start"?)`, "", false},
 		{[]string{"--log-level", "loud", "version"}, `--log-level "loud": want debug, info, warn or error`, "", false},
-		{[]string{"--config", bad, "doctor"}, bad + ":3: devices.virtual.count: must be between 0 and 64, got -1", "", false},
+		{[]string{"--config", bad, "doctor"}, bad + ":3:5: devices.virtual.count: must be between 0 and 64, got -1", "", false},
 	}
 	for _, tc := range cases {
 		r := runCLI(t, tc.args...)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -23,9 +25,10 @@ func newScenariosCmd(a *app) *cobra.Command {
 scenarios with their tags, devices and upstream case, or validate files against the
 scenario language (lab/scenario/DSL.md), reporting every problem as file:line:column.`,
 		Example: `  agentlab scenarios list --tags nightly
-  agentlab scenarios validate scenarios/notes/revoke.yaml`,
+  agentlab scenarios validate scenarios/notes/revoke.yaml
+  agentlab scenarios new notes/create-then-get`,
 	}
-	cmd.AddCommand(newScenariosListCmd(a), newScenariosValidateCmd(a))
+	cmd.AddCommand(newScenariosListCmd(a), newScenariosValidateCmd(a), newScenariosNewCmd(a))
 	return cmd
 }
 
@@ -155,4 +158,51 @@ file:line:column: field: message. Exit 0 when everything is valid, 2 otherwise.`
 			return nil
 		},
 	}
+}
+
+func newScenariosNewCmd(a *app) *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "new AREA/NAME",
+		Args:  cobra.ExactArgs(1),
+		Short: "Write a commented skeleton of a new scenario that validates",
+		Long: `Write AREA/NAME.yaml in the suite (default lab.yaml's first scenarios folder): a
+commented skeleton of the scenario language — a copy of the test caller, a plan that
+prompts once with a named model script, two named checks — that validates as written.
+Edit it, then validate and run it on a virtual device.`,
+		Example: `  agentlab scenarios new notes/create-then-get
+  agentlab run --scenario notes/create-then-get`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dir == "" {
+				cfg, err := a.config()
+				if err != nil {
+					return err
+				}
+				dir = cfg.Scenarios[0]
+			}
+			name := args[0]
+			file := filepath.Join(dir, filepath.FromSlash(name)+".yaml")
+			if _, err := os.Stat(file); err == nil {
+				return usagef(cmd, "%s already exists", file)
+			}
+			_, ferr := os.Stat(filepath.Join(dir, "test-caller"+scenario.FragmentSuffix))
+			b, err := scenario.Skeleton(name, file, ferr == nil)
+			if err != nil {
+				return usagef(cmd, "%v", err)
+			}
+			if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(file, b, 0o644); err != nil {
+				return err
+			}
+			if _, err := scenario.Load(file); err != nil {
+				return fmt.Errorf("the skeleton does not validate (a bug): %w", err)
+			}
+			fmt.Fprintf(a.stdout, "wrote %s\nnext: edit it, then agentlab scenarios validate %s and agentlab run --scenario %s\n", file, file, name)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "the suite's folder (default lab.yaml's first scenarios entry)")
+	return cmd
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentoslab/agentlab/devices"
 	"github.com/agentoslab/agentlab/devices/pool"
+	"github.com/agentoslab/agentlab/internal/strictyaml"
 )
 
 // Config is a parsed and validated lab.yaml.
@@ -54,9 +55,9 @@ type Config struct {
 	// Source names where the configuration came from: a path, or
 	// DefaultSource for the embedded default.
 	Source string `yaml:"-" json:"-"`
-	// lines maps field paths ("devices.virtual.count") to their line in
-	// Source.
-	lines map[string]int
+	// lines maps field paths ("devices.virtual.count") to where they
+	// were written in Source.
+	lines map[string]strictyaml.Pos
 }
 
 // DefaultSource is Config.Source of the embedded default configuration.
@@ -380,15 +381,10 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()
 
 // Line returns the line of the field at path ("devices.virtual.count",
 // "pools[1].name") in Source, or 0 when the field came from the defaults.
-func (c *Config) Line(path string) int { return c.lines[path] }
+func (c *Config) Line(path string) int { return c.lines[path].Line }
 
-// Pos is "file:line" for the field at path, or just the file.
-func (c *Config) Pos(path string) string {
-	if l := c.lines[path]; l > 0 {
-		return fmt.Sprintf("%s:%d", c.Source, l)
-	}
-	return c.Source
-}
+// Pos is "file:line:col" for the field at path, or just the file.
+func (c *Config) Pos(path string) string { return c.lines[path].String(c.Source) }
 
 // Digest identifies the configuration ("sha256:<hex>" of its canonical
 // JSON form), for reports.Run.ConfigDigest. It holds no secret: the

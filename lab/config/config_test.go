@@ -104,7 +104,7 @@ func TestExamples(t *testing.T) {
 	if !c.Artifacts.Keep(false) || c.Artifacts.Screenshot {
 		t.Errorf("artifacts = %+v", c.Artifacts)
 	}
-	if c.Line("model.keyEnv") == 0 || c.Pos("pools[1].abi") != "nightly.yaml:35" {
+	if c.Line("model.keyEnv") == 0 || c.Pos("pools[1].abi") != "nightly.yaml:35:5" {
 		t.Errorf("lines: keyEnv %d, pools[1].abi %s", c.Line("model.keyEnv"), c.Pos("pools[1].abi"))
 	}
 }
@@ -138,69 +138,69 @@ func TestBadFields(t *testing.T) {
 		name, doc string
 		want      string
 	}{
-		{"unknown top-level key", "devcies:\n  virtual: {count: 1}\n", `lab.yaml:1: devcies: unknown key (did you mean "devices"?)`},
-		{"unknown nested key", "devices:\n  virtual:\n    count: 1\n    rootmethod: magisk\n", `lab.yaml:4: devices.virtual.rootmethod: unknown key (did you mean "rootMethod"?)`},
-		{"unknown key far from any", "output: x\nzzzzzzzz: 1\n", `lab.yaml:2: zzzzzzzz: unknown key (known: `},
-		{"repeated key", "output: a\noutput: b\n", `lab.yaml:2: output: repeated key (first at line 1)`},
-		{"key in model", "model:\n  mode: live\n  apiKey: sk-123\n", `lab.yaml:3: model.apiKey: lab.yaml never holds a key`},
+		{"unknown top-level key", "devcies:\n  virtual: {count: 1}\n", `lab.yaml:1:1: devcies: unknown key (did you mean "devices"?)`},
+		{"unknown nested key", "devices:\n  virtual:\n    count: 1\n    rootmethod: magisk\n", `lab.yaml:4:5: devices.virtual.rootmethod: unknown key (did you mean "rootMethod"?)`},
+		{"unknown key far from any", "output: x\nzzzzzzzz: 1\n", `lab.yaml:2:1: zzzzzzzz: unknown key (known: `},
+		{"repeated key", "output: a\noutput: b\n", `lab.yaml:2:1: output: repeated key (first at line 1)`},
+		{"key in model", "model:\n  mode: live\n  apiKey: sk-123\n", `lab.yaml:3:3: model.apiKey: lab.yaml never holds a key`},
 		{"yaml syntax", "devices:\n  virtual: [\n", `lab.yaml:`},
-		{"not a mapping", "- a\n- b\n", `lab.yaml:1: want a mapping, got a list`},
-		{"count not integer", "devices:\n  virtual:\n    count: two\n", `lab.yaml:3: devices.virtual.count: want an integer, got "two"`},
-		{"count quoted", "devices:\n  virtual:\n    count: \"2\"\n", `lab.yaml:3: devices.virtual.count: want an integer, got "2"`},
-		{"count negative", "devices:\n  virtual:\n    count: -1\n", `lab.yaml:3: devices.virtual.count: must be between 0 and 64, got -1`},
-		{"count huge", "devices:\n  virtual:\n    count: 1000\n", `lab.yaml:3: devices.virtual.count: must be between 0 and 64`},
-		{"sdk", "devices:\n  virtual:\n    count: 1\n    sdk: 7\n", `lab.yaml:4: devices.virtual.sdk: must be an API level between 21 and 99, got 7`},
-		{"root method", "devices:\n  virtual:\n    count: 1\n    rootMethod: supersu\n", `lab.yaml:4: devices.virtual.rootMethod: must be one of magisk, kernelsu, adb-root, none, got "supersu"`},
-		{"no source", "devices:\n  virtual:\n    count: 0\n", `lab.yaml:1: devices: no device source`},
-		{"adb server missing", "devices:\n  adb:\n    - include: [x]\n", `lab.yaml:3: devices.adb[0]: server is required`},
-		{"adb server bad", "devices:\n  adb:\n    - server: localhost\n", `lab.yaml:3: devices.adb[0].server: want host:port, got "localhost"`},
-		{"adb port bad", "devices:\n  adb:\n    - server: h:99999\n", `lab.yaml:3: devices.adb[0].server: port must be 1-65535`},
-		{"adb glob bad", "devices:\n  adb:\n    - server: h:5037\n      include: [\"[\"]\n", `lab.yaml:4: devices.adb[0].include[0]: bad glob "["`},
-		{"adb not a list", "devices:\n  adb:\n    server: h:1\n", `lab.yaml:3: devices.adb: want a list, got a mapping`},
-		{"emulator both", "devices:\n  emulators:\n    - avd: {name: a}\n      container: {image: b}\n", `lab.yaml:3: devices.emulators[0]: give either avd or container, not both`},
-		{"emulator none", "devices:\n  emulators:\n    - {}\n", `lab.yaml:3: devices.emulators[0]: give avd:`},
-		{"avd name", "devices:\n  emulators:\n    - avd: {name: \"a b\"}\n", `lab.yaml:3: devices.emulators[0].avd.name: must be`},
-		{"avd image", "devices:\n  emulators:\n    - avd:\n        name: a\n        image: android-35\n", `lab.yaml:5: devices.emulators[0].avd.image: want an SDK id`},
-		{"avd count", "devices:\n  emulators:\n    - avd:\n        name: a\n        count: 99\n", `lab.yaml:5: devices.emulators[0].avd.count: must be between 1 and 16`},
-		{"container image", "devices:\n  emulators:\n    - container:\n        count: 1\n", `lab.yaml:3: devices.emulators[0].container.image: is required`},
-		{"pool name", "pools:\n  - name: Big Pool\n", `lab.yaml:2: pools[0].name: must be [a-z0-9-]{1,32}`},
-		{"pool duplicate", "pools:\n  - name: a\n  - name: a\n", `lab.yaml:3: pools[1].name: "a" is also the name of pools[0]`},
-		{"pool abi", "pools:\n  - name: a\n    abi: mips\n", `lab.yaml:3: pools[0].abi: must be one of x86_64, arm64-v8a, got "mips"`},
-		{"pool api range", "pools:\n  - name: a\n    api: {min: 36, max: 35}\n", `lab.yaml:3: pools[0].api: min 36 is above max 35`},
-		{"pool root", "pools:\n  - name: a\n    rootMethods: [magisk, apatch]\n", `lab.yaml:3: pools[0].rootMethods[1]: must be one of`},
-		{"model mode", "model: remote\n", `lab.yaml:1: model.mode: must be stub or live, got "remote"`},
-		{"model stub with provider", "model:\n  mode: stub\n  provider: openai\n", `lab.yaml:3: model.provider: only for mode live`},
-		{"model live provider", "model:\n  mode: live\n  provider: gemini\n  model: m\n  keyEnv: K\n", `lab.yaml:3: model.provider: must be openai or anthropic, got "gemini"`},
-		{"model live name", "model:\n  mode: live\n  provider: openai\n  keyEnv: K\n", `lab.yaml:1: model.model: is required`},
-		{"model live keyEnv", "model:\n  mode: live\n  provider: openai\n  model: m\n  keyEnv: sk-abc\n", `lab.yaml:5: model.keyEnv: must name the environment variable`},
-		{"model live no keyEnv", "model:\n  mode: live\n  provider: openai\n  model: m\n", `lab.yaml:1: model.keyEnv: must name the environment variable`},
-		{"model baseUrl", "model:\n  mode: live\n  provider: openai\n  model: m\n  keyEnv: K\n  baseUrl: ftp://x\n", `lab.yaml:6: model.baseUrl: want an http(s) URL`},
-		{"model baseUrl creds", "model:\n  mode: live\n  provider: openai\n  model: m\n  keyEnv: K\n  baseUrl: https://u:p@x\n", `lab.yaml:6: model.baseUrl: must not carry credentials`},
-		{"parallelism", "parallelism: -2\n", `lab.yaml:1: parallelism: must be between 0`},
-		{"timeout text", "timeouts:\n  scenario: soon\n", `lab.yaml:2: timeouts.scenario: want a duration such as 30s or 5m, got "soon"`},
-		{"timeout number", "timeouts:\n  health: 30\n", `lab.yaml:2: timeouts.health: want a duration such as 30s or 5m, got "30"`},
-		{"timeout negative", "timeouts:\n  provision: -5s\n", `lab.yaml:2: timeouts.provision: must be positive`},
-		{"attempts", "retries:\n  attempts: 11\n", `lab.yaml:2: retries.attempts: must be between 1 and 10, got 11`},
-		{"budget", "retries:\n  budget: -1\n", `lab.yaml:2: retries.budget: cannot be negative`},
-		{"requeues", "retries:\n  labFaultRequeues: -1\n", `lab.yaml:2: retries.labFaultRequeues: cannot be negative`},
-		{"tag include", "tags:\n  include: [\"a b\"]\n", `lab.yaml:2: tags.include[0]: bad tag "a b"`},
-		{"tag exclude", "tags:\n  exclude: [\"\"]\n", `lab.yaml:2: tags.exclude[0]: bad tag ""`},
-		{"tag expr", "tags:\n  expr: \"nightly && (slow\"\n", `lab.yaml:2: tags.expr: tag expression "nightly && (slow", column 17: missing )`},
-		{"shard count", "shard:\n  count: -1\n", `lab.yaml:2: shard.count: must be at least 1`},
-		{"shard index", "shard:\n  index: 3\n  count: 3\n", `lab.yaml:2: shard.index: must be between 0 and 2 (count - 1), got 3`},
-		{"artifacts policy", "artifacts:\n  policy: sometimes\n", `lab.yaml:2: artifacts.policy: must be always, on-failure or never`},
-		{"artifacts bool", "artifacts:\n  logcat: maybe\n", `lab.yaml:2: artifacts.logcat: want true or false, got "maybe"`},
-		{"output empty", "output: \" \"\n", `lab.yaml:1: output: cannot be empty`},
-		{"scenarios empty", "scenarios: [\"\"]\n", `lab.yaml:1: scenarios[0]: cannot be empty`},
-		{"scenarios scalar", "scenarios: all\n", `lab.yaml:1: scenarios: want a list, got "all"`},
-		{"build abi", "build:\n  abis: [armeabi]\n", `lab.yaml:2: build.abis[0]: must be one of x86_64, arm64-v8a`},
-		{"build tag", "build:\n  tags: [\"a b\"]\n", `lab.yaml:2: build.tags[0]: want a Go build tag (letters, digits, _ and .), got "a b"`},
-		{"provision app", "provision:\n  apps: [\"no tes\"]\n", `lab.yaml:2: provision.apps[0]: bad app name`},
-		{"provision plugin", "provision:\n  plugins: [\"$$x\"]\n", `lab.yaml:2: provision.plugins[0]: bad plugin name "$x"`},
-		{"text wanted", "output:\n  dir: x\n", `lab.yaml:2: output: want text, got a mapping`},
-		{"unset variable", "output: ${AGENTLAB_TEST_UNSET}\n", `lab.yaml:1: ${AGENTLAB_TEST_UNSET}: environment variable not set (export it, or give a default: ${AGENTLAB_TEST_UNSET:-value})`},
-		{"bad variable", "output: ${1X}\n", `lab.yaml:1: ${1X}: "1X" is not a variable name`},
-		{"unterminated variable", "output: ${X\n", `lab.yaml:1: unterminated ${`},
+		{"not a mapping", "- a\n- b\n", `lab.yaml:1:1: want a mapping, got a list`},
+		{"count not integer", "devices:\n  virtual:\n    count: two\n", `lab.yaml:3:12: devices.virtual.count: want an integer, got "two"`},
+		{"count quoted", "devices:\n  virtual:\n    count: \"2\"\n", `lab.yaml:3:12: devices.virtual.count: want an integer, got "2"`},
+		{"count negative", "devices:\n  virtual:\n    count: -1\n", `lab.yaml:3:5: devices.virtual.count: must be between 0 and 64, got -1`},
+		{"count huge", "devices:\n  virtual:\n    count: 1000\n", `lab.yaml:3:5: devices.virtual.count: must be between 0 and 64`},
+		{"sdk", "devices:\n  virtual:\n    count: 1\n    sdk: 7\n", `lab.yaml:4:5: devices.virtual.sdk: must be an API level between 21 and 99, got 7`},
+		{"root method", "devices:\n  virtual:\n    count: 1\n    rootMethod: supersu\n", `lab.yaml:4:5: devices.virtual.rootMethod: must be one of magisk, kernelsu, adb-root, none, got "supersu"`},
+		{"no source", "devices:\n  virtual:\n    count: 0\n", `lab.yaml:1:1: devices: no device source`},
+		{"adb server missing", "devices:\n  adb:\n    - include: [x]\n", `lab.yaml:3:7: devices.adb[0]: server is required`},
+		{"adb server bad", "devices:\n  adb:\n    - server: localhost\n", `lab.yaml:3:7: devices.adb[0].server: want host:port, got "localhost"`},
+		{"adb port bad", "devices:\n  adb:\n    - server: h:99999\n", `lab.yaml:3:7: devices.adb[0].server: port must be 1-65535`},
+		{"adb glob bad", "devices:\n  adb:\n    - server: h:5037\n      include: [\"[\"]\n", `lab.yaml:4:17: devices.adb[0].include[0]: bad glob "["`},
+		{"adb not a list", "devices:\n  adb:\n    server: h:1\n", `lab.yaml:3:5: devices.adb: want a list, got a mapping`},
+		{"emulator both", "devices:\n  emulators:\n    - avd: {name: a}\n      container: {image: b}\n", `lab.yaml:3:7: devices.emulators[0]: give either avd or container, not both`},
+		{"emulator none", "devices:\n  emulators:\n    - {}\n", `lab.yaml:3:7: devices.emulators[0]: give avd:`},
+		{"avd name", "devices:\n  emulators:\n    - avd: {name: \"a b\"}\n", `lab.yaml:3:13: devices.emulators[0].avd.name: must be`},
+		{"avd image", "devices:\n  emulators:\n    - avd:\n        name: a\n        image: android-35\n", `lab.yaml:5:9: devices.emulators[0].avd.image: want an SDK id`},
+		{"avd count", "devices:\n  emulators:\n    - avd:\n        name: a\n        count: 99\n", `lab.yaml:5:9: devices.emulators[0].avd.count: must be between 1 and 16`},
+		{"container image", "devices:\n  emulators:\n    - container:\n        count: 1\n", `lab.yaml:3:7: devices.emulators[0].container.image: is required`},
+		{"pool name", "pools:\n  - name: Big Pool\n", `lab.yaml:2:5: pools[0].name: must be [a-z0-9-]{1,32}`},
+		{"pool duplicate", "pools:\n  - name: a\n  - name: a\n", `lab.yaml:3:5: pools[1].name: "a" is also the name of pools[0]`},
+		{"pool abi", "pools:\n  - name: a\n    abi: mips\n", `lab.yaml:3:5: pools[0].abi: must be one of x86_64, arm64-v8a, got "mips"`},
+		{"pool api range", "pools:\n  - name: a\n    api: {min: 36, max: 35}\n", `lab.yaml:3:5: pools[0].api: min 36 is above max 35`},
+		{"pool root", "pools:\n  - name: a\n    rootMethods: [magisk, apatch]\n", `lab.yaml:3:27: pools[0].rootMethods[1]: must be one of`},
+		{"model mode", "model: remote\n", `lab.yaml:1:1: model.mode: must be stub or live, got "remote"`},
+		{"model stub with provider", "model:\n  mode: stub\n  provider: openai\n", `lab.yaml:3:3: model.provider: only for mode live`},
+		{"model live provider", "model:\n  mode: live\n  provider: gemini\n  model: m\n  keyEnv: K\n", `lab.yaml:3:3: model.provider: must be openai or anthropic, got "gemini"`},
+		{"model live name", "model:\n  mode: live\n  provider: openai\n  keyEnv: K\n", `lab.yaml:1:1: model.model: is required`},
+		{"model live keyEnv", "model:\n  mode: live\n  provider: openai\n  model: m\n  keyEnv: sk-abc\n", `lab.yaml:5:3: model.keyEnv: must name the environment variable`},
+		{"model live no keyEnv", "model:\n  mode: live\n  provider: openai\n  model: m\n", `lab.yaml:1:1: model.keyEnv: must name the environment variable`},
+		{"model baseUrl", "model:\n  mode: live\n  provider: openai\n  model: m\n  keyEnv: K\n  baseUrl: ftp://x\n", `lab.yaml:6:3: model.baseUrl: want an http(s) URL`},
+		{"model baseUrl creds", "model:\n  mode: live\n  provider: openai\n  model: m\n  keyEnv: K\n  baseUrl: https://u:p@x\n", `lab.yaml:6:3: model.baseUrl: must not carry credentials`},
+		{"parallelism", "parallelism: -2\n", `lab.yaml:1:1: parallelism: must be between 0`},
+		{"timeout text", "timeouts:\n  scenario: soon\n", `lab.yaml:2:13: timeouts.scenario: want a duration such as 30s or 5m, got "soon"`},
+		{"timeout number", "timeouts:\n  health: 30\n", `lab.yaml:2:11: timeouts.health: want a duration such as 30s or 5m, got "30"`},
+		{"timeout negative", "timeouts:\n  provision: -5s\n", `lab.yaml:2:14: timeouts.provision: must be positive`},
+		{"attempts", "retries:\n  attempts: 11\n", `lab.yaml:2:3: retries.attempts: must be between 1 and 10, got 11`},
+		{"budget", "retries:\n  budget: -1\n", `lab.yaml:2:3: retries.budget: cannot be negative`},
+		{"requeues", "retries:\n  labFaultRequeues: -1\n", `lab.yaml:2:3: retries.labFaultRequeues: cannot be negative`},
+		{"tag include", "tags:\n  include: [\"a b\"]\n", `lab.yaml:2:13: tags.include[0]: bad tag "a b"`},
+		{"tag exclude", "tags:\n  exclude: [\"\"]\n", `lab.yaml:2:13: tags.exclude[0]: bad tag ""`},
+		{"tag expr", "tags:\n  expr: \"nightly && (slow\"\n", `lab.yaml:2:3: tags.expr: tag expression "nightly && (slow", column 17: missing )`},
+		{"shard count", "shard:\n  count: -1\n", `lab.yaml:2:3: shard.count: must be at least 1`},
+		{"shard index", "shard:\n  index: 3\n  count: 3\n", `lab.yaml:2:3: shard.index: must be between 0 and 2 (count - 1), got 3`},
+		{"artifacts policy", "artifacts:\n  policy: sometimes\n", `lab.yaml:2:3: artifacts.policy: must be always, on-failure or never`},
+		{"artifacts bool", "artifacts:\n  logcat: maybe\n", `lab.yaml:2:11: artifacts.logcat: want true or false, got "maybe"`},
+		{"output empty", "output: \" \"\n", `lab.yaml:1:1: output: cannot be empty`},
+		{"scenarios empty", "scenarios: [\"\"]\n", `lab.yaml:1:13: scenarios[0]: cannot be empty`},
+		{"scenarios scalar", "scenarios: all\n", `lab.yaml:1:12: scenarios: want a list, got "all"`},
+		{"build abi", "build:\n  abis: [armeabi]\n", `lab.yaml:2:10: build.abis[0]: must be one of x86_64, arm64-v8a`},
+		{"build tag", "build:\n  tags: [\"a b\"]\n", `lab.yaml:2:10: build.tags[0]: want a Go build tag (letters, digits, _ and .), got "a b"`},
+		{"provision app", "provision:\n  apps: [\"no tes\"]\n", `lab.yaml:2:10: provision.apps[0]: bad app name`},
+		{"provision plugin", "provision:\n  plugins: [\"$$x\"]\n", `lab.yaml:2:13: provision.plugins[0]: bad plugin name "$x"`},
+		{"text wanted", "output:\n  dir: x\n", `lab.yaml:2:3: output: want a string, got a mapping`},
+		{"unset variable", "output: ${AGENTLAB_TEST_UNSET}\n", `lab.yaml:1:9: ${AGENTLAB_TEST_UNSET}: environment variable not set (export it, or give a default: ${AGENTLAB_TEST_UNSET:-value})`},
+		{"bad variable", "output: ${1X}\n", `lab.yaml:1:9: ${1X}: "1X" is not a variable name`},
+		{"unterminated variable", "output: ${X\n", `lab.yaml:1:9: unterminated ${`},
 		{"labels", "devices:\n  virtual: {count: 1}\n  labels:\n    s1: {\"bad label\": x}\n", `devices.labels.s1.bad label: label names are`},
 	}
 	for _, tc := range cases {
@@ -228,7 +228,7 @@ func TestEveryProblemReported(t *testing.T) {
 	// attempts 0 means the default; count 0 means 1, so index 1 is out of range.
 	var fields []string
 	for _, p := range e.Problems {
-		fields = append(fields, p.Field)
+		fields = append(fields, p.Path)
 	}
 	want := []string{"retries.budget", "shard.index", "artifacts.policy"}
 	if !slices.Equal(fields, want) {
@@ -322,7 +322,7 @@ func TestModelShorthand(t *testing.T) {
 	if err == nil {
 		t.Fatalf("live without provider accepted: %+v", c.Model)
 	}
-	if !strings.Contains(err.Error(), "lab.yaml:1: model.provider") {
+	if !strings.Contains(err.Error(), "lab.yaml:1:1: model.provider") {
 		t.Errorf("error %v", err)
 	}
 }
@@ -413,7 +413,7 @@ func TestFieldsHaveYAMLNames(t *testing.T) {
 			if !f.IsExported() || f.Name == "Source" {
 				continue
 			}
-			if yamlName(f) == "" || f.Tag.Get("json") == "" {
+			if n, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); n == "" || n == "-" || f.Tag.Get("json") == "" {
 				t.Errorf("%s.%s has no yaml or json name", t0.Name(), f.Name)
 			}
 			walk(f.Type)

@@ -10,16 +10,19 @@
 // defaults (the embedded default configuration, DefaultYAML): every
 // top-level section the document names replaces that section of the
 // defaults, and fields a section leaves out take their per-field
-// defaults. Parsing is strict: an unknown or repeated key is an error
-// naming the file and line. Scalar values are interpolated first:
+// defaults. Parsing is strict (the project's one strict YAML decoder,
+// internal/strictyaml): an unknown or repeated key is an error naming the
+// file, line and column, with a "did you mean" for a near miss. Scalar
+// values are interpolated first:
 //
 //	${NAME}           the value of the environment variable NAME (an error if unset)
 //	${NAME:-default}  NAME's value, or default when NAME is unset or empty
 //	$$                a literal $
 //
 // After decoding, the whole configuration is validated; every problem is
-// reported, each as "file:line: field: what is wrong". A *Error carries
-// them as a list.
+// reported, each as "file:line:col: field: what is wrong" (the line left
+// out when the field came from the defaults). A *Error carries them as a
+// list.
 //
 // Load picks the file: the path given, else lab.yaml in the working
 // directory, else the embedded default (two virtual devices, the model
@@ -33,6 +36,7 @@
 //
 // # Schema
 //
-// lab.schema.json (JSONSchema) is the JSON Schema of the file, for editors;
-// a test keeps it in step with the Go types.
+// lab.schema.json (JSONSchema) is the JSON Schema of the file, for editors,
+// generated from the Go types (go generate ./lab/config; a test fails when
+// it is stale).
 package config

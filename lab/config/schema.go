@@ -2,6 +2,11 @@ package config
 
 import _ "embed"
 
+// lab.schema.json is generated from the types of this package by
+// TestSchemaUpToDate (go generate), which fails when it is stale.
+//
+//go:generate go test -run ^TestSchemaUpToDate$ . -update
+
 //go:embed lab.schema.json
 var schemaJSON []byte
 

@@ -1,14 +1,14 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
-	"slices"
-	"sort"
 	"testing"
 
+	"github.com/agentoslab/agentlab/internal/golden"
+	"github.com/agentoslab/agentlab/internal/yamlschema"
 	"github.com/google/jsonschema-go/jsonschema"
 	"gopkg.in/yaml.v3"
 )
@@ -84,78 +84,19 @@ func TestSchemaRejects(t *testing.T) {
 	}
 }
 
-// TestSchemaMatchesTypes: the schema's properties are exactly the yaml
-// names of the Go types, at every level, so neither can drift.
-func TestSchemaMatchesTypes(t *testing.T) {
-	var root map[string]any
-	if err := json.Unmarshal(JSONSchema(), &root); err != nil {
+// TestSchemaUpToDate: lab.schema.json is what the Go types generate (go
+// generate ./lab/config rewrites it).
+func TestSchemaUpToDate(t *testing.T) {
+	docs, err := yamlschema.DocsFromSource(".")
+	if err != nil {
 		t.Fatal(err)
 	}
-	defs := root["$defs"].(map[string]any)
-	resolve := func(s map[string]any) map[string]any {
-		for {
-			if ref, ok := s["$ref"].(string); ok {
-				s = defs[filepath.Base(ref)].(map[string]any)
-				continue
-			}
-			if alts, ok := s["anyOf"].([]any); ok {
-				// The object alternative (model: "stub" | {…}).
-				for _, a := range alts {
-					am := a.(map[string]any)
-					if r, ok := am["$ref"].(string); ok {
-						am = defs[filepath.Base(r)].(map[string]any)
-					}
-					if am["type"] == "object" {
-						s = am
-						break
-					}
-				}
-			}
-			return s
-		}
+	got, err := generateSchema(docs)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var walk func(t0 reflect.Type, s map[string]any, at string)
-	walk = func(t0 reflect.Type, s map[string]any, at string) {
-		for t0.Kind() == reflect.Pointer {
-			t0 = t0.Elem()
-		}
-		s = resolve(s)
-		switch t0.Kind() {
-		case reflect.Slice:
-			if items, ok := s["items"].(map[string]any); ok {
-				walk(t0.Elem(), items, at+"[]")
-			}
-			return
-		case reflect.Map:
-			if ap, ok := s["additionalProperties"].(map[string]any); ok {
-				walk(t0.Elem(), ap, at+".*")
-			}
-			return
-		case reflect.Struct:
-		default:
-			return
-		}
-		if t0 == durationType {
-			return
-		}
-		props, _ := s["properties"].(map[string]any)
-		var inSchema []string
-		for k := range props {
-			inSchema = append(inSchema, k)
-		}
-		sort.Strings(inSchema)
-		if names := yamlNames(t0); !slices.Equal(names, inSchema) {
-			t.Errorf("%s: Go fields %v, schema properties %v", at, names, inSchema)
-		}
-		if s["additionalProperties"] != false {
-			t.Errorf("%s: schema allows unknown keys", at)
-		}
-		for i := range t0.NumField() {
-			f := t0.Field(i)
-			if n := yamlName(f); n != "" && props[n] != nil {
-				walk(f.Type, props[n].(map[string]any), at+"."+n)
-			}
-		}
+	if !bytes.Equal(got, JSONSchema()) && !golden.Updating() {
+		t.Errorf("lab.schema.json is stale: run go generate ./lab/config")
 	}
-	walk(configType, root, "lab.yaml")
+	golden.Check(t, "lab.schema.json", got)
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/agentoslab/agentlab/internal/strictyaml"
 	"net"
 	"net/url"
 	"path"
@@ -108,9 +109,9 @@ func oneOf(v string, set []string) bool {
 }
 
 // validate checks every rule and records each problem with its line.
-func (c *Config) validate(p *parser) {
+func (c *Config) validate(dec *strictyaml.Decoder) {
 	bad := func(field, format string, args ...any) {
-		p.add(c.nearestLine(field), field, format, args...)
+		dec.Errorf(field, format, args...)
 	}
 
 	d := c.Devices
@@ -325,21 +326,4 @@ func checkHostPort(s string) error {
 		return fmt.Errorf("port must be 1-65535, got %q", port)
 	}
 	return nil
-}
-
-// nearestLine is the line of the field at path, or of its closest
-// ancestor in the file (a required field that is missing is reported at
-// its parent).
-func (c *Config) nearestLine(path string) int {
-	for path != "" {
-		if l := c.lines[path]; l > 0 {
-			return l
-		}
-		i := strings.LastIndexAny(path, ".[")
-		if i < 0 {
-			return 0
-		}
-		path = path[:i]
-	}
-	return 0
 }

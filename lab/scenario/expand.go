@@ -212,6 +212,21 @@ func ExpandValue(v any, look Lookup) (any, error) {
 	return v, nil
 }
 
+// ExpandText expands the references in every string inside v as text
+// (a string that is one reference stays a string): for values the lab
+// sends as JSON, where a reference was always text inside a string.
+func ExpandText(v any, look Lookup) (any, error) {
+	var first error
+	out := mapStrings(v, func(s string) string {
+		x, err := ExpandString(s, look)
+		if err != nil && first == nil {
+			first = err
+		}
+		return x
+	})
+	return out, first
+}
+
 // asText renders a value for insertion into text.
 func asText(v any) string {
 	switch t := v.(type) {

@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,11 +9,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/agentoslab/agentlab/runtime/model/script"
-	"gopkg.in/yaml.v3"
+	"github.com/agentoslab/agentlab/internal/strictyaml"
 )
 
 // MaxFileSize bounds a scenario file.
@@ -22,51 +19,6 @@ const MaxFileSize = 1 << 20
 
 // ErrInvalid is wrapped by every *Error.
 var ErrInvalid = errors.New("invalid scenario")
-
-// Problem is one thing wrong with a scenario, at a position in its file.
-type Problem struct {
-	File string
-	// Line and Col are 1-based; 0 when the problem concerns the whole
-	// file.
-	Line, Col int
-	// Path is the field ("steps[2].wait.timeout"); empty for the document.
-	Path string
-	Msg  string
-}
-
-func (p Problem) String() string {
-	var b strings.Builder
-	file := p.File
-	if file == "" {
-		file = "<scenario>"
-	}
-	b.WriteString(file)
-	if p.Line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", p.Line, p.Col)
-	}
-	b.WriteString(": ")
-	if p.Path != "" {
-		b.WriteString(p.Path + ": ")
-	}
-	b.WriteString(p.Msg)
-	return b.String()
-}
-
-// Error lists every problem found. It wraps ErrInvalid.
-type Error struct {
-	Problems []Problem
-}
-
-func (e *Error) Error() string {
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		lines[i] = p.String()
-	}
-	return strings.Join(lines, "\n")
-}
-
-// Is makes errors.Is(err, ErrInvalid) hold.
-func (e *Error) Is(target error) bool { return target == ErrInvalid }
 
 // Options tune Parse. The zero value (or nil) works.
 type Options struct {
@@ -76,84 +28,45 @@ type Options struct {
 }
 
 var schemaComment = regexp.MustCompile(`(?m)^#\s*yaml-language-server:\s*\$schema=(\S+)`)
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // Parse reads and validates one scenario document; file names it in
-// messages and anchors model.file. Every problem is reported, each with
-// its file:line:column, in one *Error.
-func Parse(data []byte, file string, opts *Options) (s *Scenario, err error) {
+// messages and anchors model.file, scripts' files and fragments. Every
+// problem is reported, each with its file:line:column, in one *Error.
+func Parse(data []byte, file string, opts *Options) (*Scenario, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	d := &decoder{file: file, pos: positions{}}
-	fail := func() (*Scenario, error) {
-		slices.SortStableFunc(d.problems, func(a, b Problem) int {
-			if a.Line != b.Line {
-				return a.Line - b.Line
-			}
-			return a.Col - b.Col
-		})
-		return nil, &Error{Problems: d.problems}
-	}
+	d := newDecoder(file)
 	if len(data) > MaxFileSize {
-		d.addf(nil, "", "larger than %d bytes", MaxFileSize)
-		return fail()
+		d.Addf(nil, "", "larger than %d bytes", MaxFileSize)
+		return nil, d.Err(ErrInvalid)
 	}
-	root, perr := parseYAML(data)
-	if perr != nil {
-		p := Problem{File: file, Msg: perr.Error()}
-		if m := yamlLine.FindStringSubmatch(perr.Error()); m != nil {
-			p.Line, _ = strconv.Atoi(m[1])
-			p.Col, p.Msg = 1, m[2]
+	root, prob := strictyaml.ParseDocument(data, file)
+	if prob != nil {
+		if prob.File == "" {
+			prob.File = "<scenario>"
 		}
-		d.problems = append(d.problems, p)
-		return fail()
+		d.Add(*prob)
+		return nil, d.Err(ErrInvalid)
 	}
 	if root == nil {
-		d.addf(nil, "", "empty document: a scenario needs at least a name and steps")
-		return fail()
+		d.Addf(nil, "", "empty document: a scenario needs at least a name and steps")
+		return nil, d.Err(ErrInvalid)
 	}
-	s = &Scenario{File: file}
-	d.pos[""] = pos{root.Line, root.Column}
+	s := &Scenario{File: file}
 	if m := schemaComment.FindSubmatch(data); m != nil {
 		s.Schema = string(m[1])
 	}
-	d.decode(root, reflectValue(s), "")
-	s.pos = d.pos
 	v := &validator{s: s, d: d, opts: opts}
+	v.expandIncludes(root)
+	d.Record("", root)
+	d.Decode(root, s, "")
+	s.pos = d.Positions()
 	v.validate()
-	if len(d.problems) > 0 {
-		return fail()
+	if err := d.Err(ErrInvalid); err != nil {
+		return nil, err
 	}
 	return s, nil
-}
-
-// parseYAML reads exactly one YAML document, turning the parser's panics
-// on hostile input into errors.
-func parseYAML(data []byte) (n *yaml.Node, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			n, err = nil, fmt.Errorf("yaml: %v", r)
-		}
-	}()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return nil, fmt.Errorf("yaml: line %d: a scenario file holds one document", extra.Line)
-	} else if !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
-		return doc.Content[0], nil
-	}
-	return nil, nil
 }
 
 // Load reads the scenario file at path.
@@ -172,7 +85,8 @@ func Load(path string) (*Scenario, error) {
 
 // IsScenarioFile reports whether a file found in a scenario directory is
 // a scenario: *.yaml or *.yml, except model scripts (*.script.yaml,
-// *.script.yml) and files whose name starts with "_" or ".".
+// *.script.yml), fragments (*.fragment.yaml) and files whose name starts
+// with "_" or ".".
 func IsScenarioFile(name string) bool {
 	base := filepath.Base(name)
 	if strings.HasPrefix(base, "_") || strings.HasPrefix(base, ".") {
@@ -182,7 +96,8 @@ func IsScenarioFile(name string) bool {
 	if ext != ".yaml" && ext != ".yml" {
 		return false
 	}
-	return !strings.HasSuffix(strings.TrimSuffix(base, ext), ".script")
+	stem := strings.TrimSuffix(base, ext)
+	return !strings.HasSuffix(stem, ".script") && !strings.HasSuffix(stem, ".fragment")
 }
 
 // Files returns the scenario files under paths (files are taken as
@@ -244,7 +159,7 @@ func LoadAll(paths []string) ([]*Scenario, error) {
 		}
 		if prev, dup := byName[s.Name]; dup {
 			p := s.pos["name"]
-			problems = append(problems, Problem{File: f, Line: p.line, Col: p.col, Path: "name",
+			problems = append(problems, Problem{File: f, Line: p.Line, Col: p.Col, Path: "name",
 				Msg: fmt.Sprintf("scenario %q is also defined in %s", s.Name, prev.Pos("name"))})
 			continue
 		}
@@ -252,44 +167,20 @@ func LoadAll(paths []string) ([]*Scenario, error) {
 		out = append(out, s)
 	}
 	if len(problems) > 0 {
-		return out, &Error{Problems: problems}
+		return out, &Error{Problems: problems, Kind: ErrInvalid}
 	}
 	return out, nil
 }
 
-// loadScript reads and parses the model script of a scenario.
-func (v *validator) loadScript(m *Model, path string) {
-	var data []byte
-	switch {
-	case m.Script != nil:
-		b, err := yaml.Marshal(m.Script.V)
-		if err != nil {
-			v.errf(path+".script", "%v", err)
-			return
-		}
-		data = b
-	case m.File != "":
-		name := m.File
-		if !filepath.IsAbs(name) && v.s.File != "" {
-			name = filepath.Join(filepath.Dir(v.s.File), name)
-		}
-		read := v.opts.ReadFile
-		if read == nil {
-			read = os.ReadFile
-		}
-		b, err := read(name)
-		if err != nil {
-			v.errf(path+".file", "cannot read the script: %v", err)
-			return
-		}
-		data = b
-	default:
-		return
+// read reads a file the scenario refers to.
+func (v *validator) read(name string) ([]byte, error) {
+	if v.opts.ReadFile != nil {
+		return v.opts.ReadFile(name)
 	}
-	sc, err := script.Parse(data)
+	f, err := os.Open(name)
 	if err != nil {
-		v.errf(path, "%v", err)
-		return
+		return nil, err
 	}
-	m.Parsed, m.Source = sc, data
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 }

@@ -35,8 +35,11 @@ func TestParseGood(t *testing.T) {
 func TestParseBad(t *testing.T) {
 	t.Parallel()
 	files, _ := filepath.Glob("testdata/bad/*.yaml")
-	posRE := regexp.MustCompile(`^testdata/bad/[a-z-]+\.yaml:\d+:\d+: `)
+	posRE := regexp.MustCompile(`^testdata/bad/[a-z-]+(\.fragment)?\.yaml:\d+:\d+: `)
 	for _, f := range files {
+		if !IsScenarioFile(f) {
+			continue // a fragment the bad files include
+		}
 		_, err := Load(f)
 		var se *Error
 		if !errors.As(err, &se) || !errors.Is(err, ErrInvalid) {
@@ -86,7 +89,7 @@ func TestParseTable(t *testing.T) {
 		{"suggest", "name: a\nsteps: [{sleep: 1s, devic: x}]\n", `did you mean "device"`},
 		{"role", "name: a\ndevices: [x]\nsteps: [{sleep: 1s, device: y}]\n", `unknown device role "y"`},
 		{"default roles", "name: a\ndevices: 2\nsteps: [{sleep: 1s, device: device2}]\n", ""},
-		{"repeated key", "name: a\nname: b\nsteps: [{sleep: 1s}]\n", `repeated key "name"`},
+		{"repeated key", "name: a\nname: b\nsteps: [{sleep: 1s}]\n", "repeated key (first at line 1)"},
 		{"bool type", "name: a\nsteps: [{sleep: 1s, background: yes please}]\n", "want true or false"},
 		{"negative duration", "name: a\nsteps: [{sleep: -1s}]\n", "negative"},
 		{"session of a non-prompt", "name: a\nsteps: [{sleep: 1s, save: x}, {prompt: {text: hi, session: x}}]\n", "no earlier prompt"},
@@ -233,6 +236,31 @@ func TestPathReferences(t *testing.T) {
 		p := se.Problems[0]
 		if p.File != "p.yaml" || p.Line != 6 || !strings.HasSuffix(p.Path, "path") || !strings.Contains(p.Msg, "paths are literal") {
 			t.Errorf("%s: problem %q (line %d, field %s)", c.name, p.String(), p.Line, p.Path)
+		}
+	}
+}
+
+// TestSkeleton: the skeleton of agentlab scenarios new validates, with the
+// suite's fragment and without it, and refuses names that are no file.
+func TestSkeleton(t *testing.T) {
+	t.Parallel()
+	for _, withFragment := range []bool{true, false} {
+		file := "../../scenarios/notes/create-then-get.yaml"
+		b, err := Skeleton("notes/create-then-get", file, withFragment)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Parse(b, file, nil)
+		if err != nil {
+			t.Fatalf("fragment %v: the skeleton does not validate:\n%v\n%s", withFragment, err, b)
+		}
+		if s.Name != "notes/create-then-get" || s.Steps[0].Caller.App != "org.agentos.test.acp.notes.createthenget" {
+			t.Errorf("skeleton %+v", s)
+		}
+	}
+	for _, bad := range []string{"create", "a/b/c", "Notes/x", "/x", "x/"} {
+		if _, err := Skeleton(bad, "x.yaml", true); err == nil {
+			t.Errorf("Skeleton(%q) accepted", bad)
 		}
 	}
 }

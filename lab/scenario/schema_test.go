@@ -7,11 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/agentoslab/agentlab/internal/strictyaml"
+	"github.com/agentoslab/agentlab/internal/yamlschema"
 	"github.com/google/jsonschema-go/jsonschema"
 	"gopkg.in/yaml.v3"
 )
@@ -121,9 +122,7 @@ func dslExamples(t *testing.T) map[string][]byte {
 func TestExamplesValid(t *testing.T) {
 	r := resolvedSchema(t)
 	for name, b := range examples(t) {
-		if _, err := Parse(b, filepath.Join(t.TempDir(), "example.yaml"), &Options{ReadFile: func(string) ([]byte, error) {
-			return []byte("steps: [{echo: true}]\n"), nil
-		}}); err != nil {
+		if _, err := Parse(b, filepath.Join(t.TempDir(), "example.yaml"), &Options{ReadFile: exampleFiles}); err != nil {
 			t.Errorf("%s: the validator rejects it:\n%v", name, err)
 		}
 		v, ok := asJSON(b)
@@ -135,6 +134,15 @@ func TestExamplesValid(t *testing.T) {
 			t.Errorf("%s: the schema rejects it: %v", name, err)
 		}
 	}
+}
+
+// exampleFiles serves the files examples refer to: the suite's fragments,
+// and a script for any other name.
+func exampleFiles(name string) ([]byte, error) {
+	if strings.HasSuffix(name, FragmentSuffix) {
+		return os.ReadFile(filepath.Join("../../scenarios", filepath.Base(name)))
+	}
+	return []byte("steps: [{echo: true}]\n"), nil
 }
 
 // TestDSLCoversEveryKind: DSL.md shows every step kind, subject,
@@ -155,12 +163,18 @@ func TestDSLCoversEveryKind(t *testing.T) {
 			missing = append(missing, "step "+strings.TrimSuffix(strings.TrimPrefix(want[i], "- "), ":"))
 		}
 	}
+	for _, op := range planOpNames {
+		if !strings.Contains(text, "- "+op+"\n") && !strings.Contains(text, "- "+op+":") && !strings.Contains(text, "{"+op+":") &&
+			!strings.Contains(text, " "+op+",") && !strings.Contains(text, "["+op+",") {
+			missing = append(missing, "operation "+op)
+		}
+	}
 	for _, of := range Ofs {
 		if !strings.Contains(text, "of: "+of) {
 			missing = append(missing, "of: "+of)
 		}
 	}
-	for _, k := range append(keysOf(reflect.TypeFor[Matcher]()), "dump:", "saved:", "events:", "shell:", "timing:", "any_of:", "all_of:",
+	for _, k := range append(strictyaml.Keys(reflect.TypeFor[Matcher]()), "dump:", "saved:", "events:", "shell:", "timing:", "any_of:", "all_of:",
 		"nothing_deleted:", "no_sms_sent:", "cards_only:", "condition:") {
 		k = strings.TrimSuffix(k, ":") + ":"
 		if !strings.Contains(text, k) {
@@ -179,6 +193,9 @@ func TestBadCorpusAgreement(t *testing.T) {
 	r := resolvedSchema(t)
 	files, _ := filepath.Glob("testdata/bad/*.yaml")
 	for _, f := range files {
+		if !IsScenarioFile(f) {
+			continue
+		}
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -207,101 +224,28 @@ func TestBadCorpusAgreement(t *testing.T) {
 	}
 }
 
-// TestSchemaMatchesTypes: the schema's properties are exactly the YAML
-// keys of the Go types, at every level.
-func TestSchemaMatchesTypes(t *testing.T) {
-	root := schemaDoc(t)
-	defs := root["$defs"].(map[string]any)
-	deref := func(s map[string]any) map[string]any {
-		for {
-			ref, ok := s["$ref"].(string)
-			if !ok {
-				return s
-			}
-			s = defs[strings.TrimPrefix(ref, "#/$defs/")].(map[string]any)
-		}
+// TestSchemaUpToDate: scenarios/scenario.schema.json is what the Go types
+// generate (go generate ./lab/scenario rewrites it).
+func TestSchemaUpToDate(t *testing.T) {
+	docs, err := yamlschema.DocsFromSource(".")
+	if err != nil {
+		t.Fatal(err)
 	}
-	// props collects an object schema's properties, through allOf and the
-	// object alternative of anyOf.
-	var props func(s map[string]any) map[string]any
-	props = func(s map[string]any) map[string]any {
-		s = deref(s)
-		out := map[string]any{}
-		if p, ok := s["properties"].(map[string]any); ok {
-			for k, v := range p {
-				out[k] = v
-			}
-		}
-		for _, key := range []string{"allOf", "anyOf"} {
-			alts, _ := s[key].([]any)
-			for _, a := range alts {
-				am := deref(a.(map[string]any))
-				if key == "anyOf" && am["type"] != "object" && am["properties"] == nil && am["allOf"] == nil {
-					continue
-				}
-				for k, v := range props(am) {
-					out[k] = v
-				}
-			}
-		}
-		return out
+	got, err := generateSchema(docs)
+	if err != nil {
+		t.Fatal(err)
 	}
-	seen := map[reflect.Type]bool{}
-	var walk func(ty reflect.Type, s map[string]any, at string)
-	walk = func(ty reflect.Type, s map[string]any, at string) {
-		for ty.Kind() == reflect.Pointer {
-			ty = ty.Elem()
+	if *update {
+		if err := os.WriteFile(schemaFile, got, 0o644); err != nil {
+			t.Fatal(err)
 		}
-		if ty.Kind() == reflect.Struct {
-			// Recursive types (conditions in groups, nested matchers)
-			// are compared once.
-			if seen[ty] {
-				return
-			}
-			seen[ty] = true
-		}
-		if customTypes[ty] && ty != reflect.TypeFor[Model]() && ty != reflect.TypeFor[Matcher]() && ty != reflect.TypeFor[Step]() {
-			return
-		}
-		switch ty.Kind() {
-		case reflect.Slice:
-			s = deref(s)
-			if items, ok := s["items"].(map[string]any); ok {
-				walk(ty.Elem(), items, at+"[]")
-				return
-			}
-			for _, a := range append(anyList(s["anyOf"]), anyList(s["oneOf"])...) {
-				if items, ok := deref(a.(map[string]any))["items"].(map[string]any); ok {
-					walk(ty.Elem(), items, at+"[]")
-				}
-			}
-			return
-		case reflect.Map:
-			return
-		case reflect.Struct:
-		default:
-			return
-		}
-		p := props(s)
-		keys := keysOf(ty)
-		var schemaKeys []string
-		for k := range p {
-			schemaKeys = append(schemaKeys, k)
-		}
-		slices.Sort(schemaKeys)
-		if !slices.Equal(keys, schemaKeys) {
-			t.Errorf("%s: Go keys %v\n  schema keys %v", at, keys, schemaKeys)
-			return
-		}
-		fields := fieldsOf(ty)
-		for _, k := range keys {
-			walk(ty.FieldByIndex(fields[k].index).Type, p[k].(map[string]any), at+"."+k)
-		}
+		return
 	}
-	walk(reflect.TypeFor[Scenario](), root, "scenario")
-}
-
-func anyList(v any) []any {
-	l, _ := v.([]any)
-	return l
+	want, err := os.ReadFile(schemaFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s is stale: run go generate ./lab/scenario", schemaFile)
+	}
 }

@@ -4,7 +4,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/strictyaml"
 	"github.com/agentoslab/agentlab/runtime/model/script"
+	"gopkg.in/yaml.v3"
 )
 
 // Scenario is one parsed and validated scenario file.
@@ -28,6 +30,9 @@ type Scenario struct {
 	Vars map[string]string `yaml:"vars"`
 	// Model is what the model answers; nil means the stub echoes.
 	Model *Model `yaml:"model"`
+	// Scripts are model scripts by name, for model: {script: NAME} and
+	// for the prompts of prompt and caller steps (script: NAME).
+	Scripts map[string]*Script `yaml:"scripts"`
 	// Setup runs first; a failing setup step is a product failure like
 	// any other step, but snapshots for invariants are taken after it.
 	Setup []Step `yaml:"setup"`
@@ -45,7 +50,7 @@ type Scenario struct {
 	// file has one.
 	Schema string `yaml:"-"`
 
-	pos positions
+	pos map[string]strictyaml.Pos
 }
 
 // Roles returns the scenario's device roles, the default role first.
@@ -54,11 +59,7 @@ func (s *Scenario) Roles() []string { return s.Devices.Roles() }
 // Pos returns "file:line:col" of the field at path ("steps[2].wait"), or
 // the file alone when the field was not in the file.
 func (s *Scenario) Pos(path string) string {
-	p, ok := s.pos[path]
-	if !ok {
-		return s.File
-	}
-	return p.String(s.File)
+	return s.pos[path].String(s.File)
 }
 
 // AllSteps returns setup then steps.
@@ -107,20 +108,46 @@ type Needs struct {
 	MinAPI int `yaml:"min_api"`
 }
 
-// Model says what the model answers: a script inline or in a file (the
-// lab's stub serves it), or the live provider of the run.
+// Model says what the model answers: a script inline, named or in a file
+// (the lab's stub serves it), or the live provider of the run.
 type Model struct {
 	// Live: the run's live provider answers; the scenario needs a live run.
 	Live bool `yaml:"live"`
-	// Script is an inline runtime/model/script document.
-	Script *Value `yaml:"script"`
+	// Script is an inline runtime/model/script document, or the name of
+	// one of the scenario's scripts.
+	Script *ModelScript `yaml:"script"`
 	// File is a script file, relative to the scenario file.
 	File string `yaml:"file"`
 
 	// Parsed is the script (nil for live).
 	Parsed *script.Script `yaml:"-"`
-	// Source is the script document as bytes (nil for live).
-	Source []byte `yaml:"-"`
+}
+
+// ModelScript is model.script: a script written inline, or the name of
+// one of the scenario's scripts.
+type ModelScript struct {
+	// Name is the script's name in scripts; "" when inline.
+	Name string
+	// Inline is the script written in place.
+	Inline *Script
+}
+
+// Script is a model script (runtime/model/script's format, validated with
+// the scenario): written inline as YAML, or in a side file.
+type Script struct {
+	// File is the side file, relative to the scenario; "" when inline.
+	File string
+	// Doc is the script as a JSON value tree, as written: what a prompt
+	// sends (its ${…} references expanded) after the script header.
+	Doc any
+	// Parsed is the script as the stub runs it (as written); nil when it
+	// refers to values of the attempt (${…}), which only prompts expand.
+	Parsed *script.Script
+	// Refs says the script holds ${…} references to the attempt.
+	Refs bool
+
+	node               *yaml.Node
+	checked, parsedRaw bool
 }
 
 // Step is one action. Exactly one of the kind fields is set; the others
@@ -162,6 +189,11 @@ type Step struct {
 	Run      *RunStep      `yaml:"run"`
 	Check    *Check        `yaml:"check"`
 	Await    string        `yaml:"await"`
+	Install  *InstallStep  `yaml:"install"`
+	Caller   *CallerStep   `yaml:"caller"`
+	// Include is replaced by the fragment's steps when the file is read;
+	// a parsed scenario never holds one.
+	Include *IncludeStep `yaml:"include"`
 
 	kind string
 }
@@ -187,11 +219,15 @@ const (
 	KindRun      = "run"
 	KindCheck    = "check"
 	KindAwait    = "await"
+	KindInstall  = "install"
+	KindCaller   = "caller"
+	KindInclude  = "include"
 )
 
 // StepKinds lists every step kind.
 var StepKinds = []string{KindReset, KindSeed, KindApp, KindCallers, KindAsk, KindPrompt, KindConsent, KindTap,
-	KindApproval, KindPlugins, KindTools, KindKill, KindRestart, KindReboot, KindWait, KindSleep, KindRun, KindCheck, KindAwait}
+	KindApproval, KindPlugins, KindTools, KindKill, KindRestart, KindReboot, KindWait, KindSleep, KindRun, KindCheck, KindAwait,
+	KindInstall, KindCaller, KindInclude}
 
 // Kind is the step's kind.
 func (s *Step) Kind() string { return s.kind }
@@ -208,8 +244,18 @@ func (s *Step) OutputName() string {
 // (`agentosd ctl app run PKG -- ARGS`).
 type AppStep struct {
 	// Name is the app (short name or package).
-	Name string   `yaml:"name"`
-	Args []string `yaml:"args"`
+	Name string `yaml:"name"`
+	// Args are the command's arguments: text, or a mapping or list that
+	// the lab passes as one JSON argument (a tool's arguments).
+	Args []Arg `yaml:"args"`
+}
+
+// Arg is one argument of an app's command: a scalar is its text as
+// written; a mapping or a list is sent as compact JSON.
+type Arg struct {
+	Text string
+	// JSON is the mapping or list; nil for text.
+	JSON *Value
 }
 
 // CallersStep changes the caller-authorization registry. Exactly one
@@ -258,6 +304,9 @@ type AskStep struct {
 // given and collects the whole event stream as the step's output.
 type PromptStep struct {
 	Text string `yaml:"text"`
+	// Script sends one of the scenario's scripts as the prompt (instead
+	// of text), so the stub answers it as the script says.
+	Script string `yaml:"script"`
 	// Session continues the session of an earlier prompt (its save
 	// name); the options below then do not apply.
 	Session string `yaml:"session"`
@@ -370,9 +419,14 @@ const (
 	TargetRuntime = "runtime"
 )
 
-// WaitStep waits until a condition holds.
+// WaitStep waits until a condition holds, or (For) lets a fixed span of
+// time pass.
 type WaitStep struct {
 	Until Condition `yaml:"until"`
+	// For is a timed wait: the span passes (today in real time; on a
+	// runtime with virtual time, by advancing its clock), and the
+	// evidence says how. It takes none of the other fields.
+	For Duration `yaml:"for"`
 	// Timeout default 30 s; Interval default 500 ms.
 	Timeout  Duration `yaml:"timeout"`
 	Interval Duration `yaml:"interval"`

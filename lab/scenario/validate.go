@@ -1,13 +1,14 @@
 package scenario
 
 import (
-	"fmt"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/agentoslab/agentlab/internal/strictyaml"
+	"github.com/agentoslab/agentlab/sampleapps/acptestclient"
 )
 
 // Limits checked by validation.
@@ -29,16 +30,14 @@ var (
 	saveRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
 	risks   = []string{"read", "write", "high"}
 	modes   = []string{"default", "read_only", "chat"}
-	reserve = []string{"vars", "device", "attempt", "scenario"}
+	reserve = []string{"vars", "device", "attempt", "scenario", RefScripts}
 )
-
-func reflectValue(s *Scenario) reflect.Value { return reflect.ValueOf(s).Elem() }
 
 // validator checks what the types alone cannot: required fields, value
 // sets, references between steps and checks, and names.
 type validator struct {
 	s    *Scenario
-	d    *decoder
+	d    *strictyaml.Decoder
 	opts *Options
 
 	roles     []string
@@ -47,47 +46,22 @@ type validator struct {
 	awaited   map[string]bool
 	stepNames map[string]bool
 	checks    map[string]string // check name → path
+	installed map[string]bool   // packages of test-caller copies installed so far
+	inScript  bool              // checking the references of a script
 }
 
 // errf reports a problem at the position of path (or of its nearest
 // parent that was written).
-func (v *validator) errf(path, format string, args ...any) {
-	p := Problem{File: v.d.file, Path: path, Msg: fmt.Sprintf(format, args...)}
-	for q := path; ; {
-		if at, ok := v.d.pos[q]; ok {
-			p.Line, p.Col = at.line, at.col
-			break
-		}
-		if q == "" {
-			break
-		}
-		i := strings.LastIndexAny(q, ".[")
-		if i < 0 {
-			i = 0
-		}
-		q = q[:i]
-	}
-	v.d.problems = append(v.d.problems, p)
-}
+func (v *validator) errf(path, format string, args ...any) { v.d.Errorf(path, format, args...) }
 
-func (v *validator) hasProblem(path string) bool {
-	for _, p := range v.d.problems {
-		if p.Path == path {
-			return true
-		}
-	}
-	return false
-}
+func (v *validator) hasProblem(path string) bool { return v.d.HasProblem(path) }
 
-func (v *validator) has(path string) bool {
-	_, ok := v.d.pos[path]
-	return ok
-}
+func (v *validator) has(path string) bool { return v.d.Has(path) }
 
 func (v *validator) validate() {
 	s := v.s
 	v.saves, v.bg, v.awaited = map[string]string{}, map[string]bool{}, map[string]bool{}
-	v.stepNames, v.checks = map[string]bool{}, map[string]string{}
+	v.stepNames, v.checks, v.installed = map[string]bool{}, map[string]string{}, map[string]bool{}
 	switch {
 	case s.Name == "":
 		v.errf("name", "a scenario needs a name")
@@ -112,6 +86,7 @@ func (v *validator) validate() {
 			v.errf(join("vars", k), "variable name %q: want [A-Za-z_][A-Za-z0-9_-]*", clip(k, 40))
 		}
 	}
+	v.scripts()
 	if s.Model != nil {
 		v.model()
 	}
@@ -133,6 +108,7 @@ func (v *validator) validate() {
 	for i := range s.Invariants {
 		v.invariant(&s.Invariants[i], index("invariants", i))
 	}
+	v.unusedScripts()
 }
 
 func (v *validator) devices() {
@@ -194,7 +170,29 @@ func (v *validator) model() {
 	if v.s.Needs.Model == ModelLive {
 		v.errf("needs.model", "a scripted model runs on the stub, so needs.model cannot be live")
 	}
-	v.loadScript(m, "model")
+	var sc *Script
+	at := "model.script"
+	switch {
+	case m.File != "":
+		sc, at = &Script{File: m.File}, "model.file"
+		if !v.readScript(sc, at) {
+			return
+		}
+	case m.Script.Inline != nil:
+		sc = m.Script.Inline
+	default:
+		if _, ok := v.s.Scripts[m.Script.Name]; !ok {
+			v.scriptUse(at, m.Script.Name)
+			return
+		}
+		sc = v.s.Scripts[m.Script.Name]
+		sc.checked = true
+	}
+	if sc == nil {
+		return
+	}
+	v.modelScript(sc, at)
+	m.Parsed = sc.Parsed
 }
 
 func (v *validator) app(path, a string) {
@@ -224,6 +222,17 @@ func (v *validator) refs(path, s string) {
 					v.errf(path, "${%s}: no variable %q in vars", r.Raw, k)
 				}
 			}
+		case r.Name == RefScripts:
+			k, ok := firstKey(r.Path)
+			if !ok || len(r.Path.segs) != 1 {
+				v.errf(path, "${%s}: write ${scripts.NAME}, NAME one of scripts", r.Raw)
+				break
+			}
+			if v.inScript {
+				v.errf(path, "${%s}: a script cannot send another script", r.Raw)
+				break
+			}
+			v.scriptUse(path, k)
 		case slices.Contains(reserve, r.Name):
 		default:
 			if _, ok := v.saves[r.Name]; !ok {
@@ -295,11 +304,12 @@ func (v *validator) step(st *Step, path string) {
 	if st.Timeout.D() > MaxTimeout {
 		v.errf(join(path, "timeout"), "longer than %s", MaxTimeout)
 	}
-	canBG := slices.Contains([]string{KindAsk, KindPrompt, KindApp, KindRun}, st.kind)
+	canBG := slices.Contains([]string{KindAsk, KindPrompt, KindApp, KindRun, KindCaller}, st.kind)
 	if st.Background && !canBG {
-		v.errf(join(path, "background"), "only ask, prompt, app and run steps run in the background")
+		v.errf(join(path, "background"), "only ask, prompt, app, caller and run steps run in the background")
 	}
-	if st.AllowError && !slices.Contains([]string{KindApp, KindCallers, KindAsk, KindPrompt, KindTap, KindApproval, KindPlugins, KindTools, KindRun, KindKill, KindRestart}, st.kind) {
+	if st.AllowError && !slices.Contains([]string{KindApp, KindCallers, KindAsk, KindPrompt, KindTap, KindApproval, KindPlugins, KindTools,
+		KindRun, KindKill, KindRestart, KindInstall, KindCaller}, st.kind) {
 		v.errf(join(path, "allow_error"), "a %s step has no error to allow", st.kind)
 	}
 	switch st.kind {
@@ -322,9 +332,15 @@ func (v *validator) step(st *Step, path string) {
 		}
 		if len(st.App.Args) == 0 {
 			v.errf(join(kp, "args"), "name the command to run (dump, reset, seed, tool …)")
+		} else if st.App.Args[0].Text == acptestclient.CommandRun && v.isTestCaller(st.App.Name) {
+			v.errf(join(kp, "args"), "drive the test caller with a caller step: {caller: {app: %s, plan: [connect, …]}}", st.App.Name)
 		}
 		for i, a := range st.App.Args {
-			v.refs(index(join(kp, "args"), i), a)
+			if a.JSON != nil {
+				v.refsAny(index(join(kp, "args"), i), a.JSON.V)
+			} else {
+				v.refs(index(join(kp, "args"), i), a.Text)
+			}
 		}
 	case KindCallers:
 		v.callers(st.Callers, kp)
@@ -339,6 +355,12 @@ func (v *validator) step(st *Step, path string) {
 		}
 	case KindPrompt:
 		v.prompt(st.Prompt, kp)
+	case KindInstall:
+		v.install(st.Install, kp)
+	case KindCaller:
+		v.caller(st.Caller, kp)
+	case KindInclude:
+		v.errf(kp, "include is expanded when a scenario is read: only in its setup and steps, not in a fragment")
 	case KindConsent:
 		v.consent(st.Consent, kp)
 	case KindTap:
@@ -378,6 +400,10 @@ func (v *validator) step(st *Step, path string) {
 		}
 	case KindWait:
 		w := st.Wait
+		if v.has(join(kp, "for")) {
+			v.timedWait(w, kp)
+			break
+		}
 		v.condition(&w.Until, join(kp, "until"))
 		if w.Timeout.D() > MaxTimeout {
 			v.errf(join(kp, "timeout"), "longer than %s", MaxTimeout)
@@ -459,9 +485,30 @@ func (v *validator) callers(c *CallersStep, kp string) {
 	}
 }
 
+// timedWait checks wait: {for: D}.
+func (v *validator) timedWait(w *WaitStep, kp string) {
+	for _, f := range []string{"until", "timeout", "interval", "check"} {
+		if v.has(join(kp, f)) {
+			v.errf(join(kp, f), "a timed wait (for) takes no %s", f)
+		}
+	}
+	switch {
+	case v.hasProblem(join(kp, "for")):
+	case w.For <= 0:
+		v.errf(join(kp, "for"), "want a positive duration")
+	case w.For.D() > MaxSleep:
+		v.errf(join(kp, "for"), "longer than %s", MaxSleep)
+	}
+}
+
 func (v *validator) prompt(p *PromptStep, kp string) {
-	if p.Text == "" {
-		v.errf(kp, "prompt.text is required")
+	switch {
+	case p.Text == "" && p.Script == "":
+		v.errf(kp, "want text, or script (one of scripts)")
+	case p.Text != "" && p.Script != "":
+		v.errf(join(kp, "script"), "want text or script, not both")
+	case p.Script != "":
+		v.scriptUse(join(kp, "script"), p.Script)
 	}
 	v.refs(join(kp, "text"), p.Text)
 	if p.Session != "" {

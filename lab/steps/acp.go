@@ -432,6 +432,9 @@ func (c *acpConn) prompt(ctx context.Context, sessionID, text string, cancelAfte
 func (a *attempt) prompt(ctx context.Context, t *Target, st *scenario.Step, expand func(string) (string, error)) (any, error) {
 	p := st.Prompt
 	text, err := expand(p.Text)
+	if p.Script != "" {
+		text, err = a.sc.ScriptText(p.Script, a.lookup(t))
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -80,6 +80,9 @@ type Env struct {
 	// Logger gets step progress (kinds, durations, outcomes; never
 	// prompts, arguments or results). Nil discards.
 	Logger *slog.Logger
+	// Timer lets the time of timed waits (wait: {for: D}) pass; nil is
+	// RealTime.
+	Timer Timer
 }
 
 // Default timeouts of steps without their own.
@@ -119,6 +122,8 @@ type StepRecord struct {
 	End    time.Time `json:"end"`
 	Error  string    `json:"error,omitempty"`
 	Output string    `json:"save,omitempty"`
+	// Detail is the step's own evidence ("waited 2s of real time").
+	Detail string `json:"detail,omitempty"`
 }
 
 // Result is the outcome of one attempt.

@@ -40,14 +40,15 @@ func (a *attempt) exec(ctx context.Context, n int, t *Target, st *scenario.Step)
 		}
 		return out, nil
 	case scenario.KindApp:
-		args := make([]string, len(st.App.Args))
-		for i, x := range st.App.Args {
-			var err error
-			if args[i], err = expand(x); err != nil {
-				return nil, err
-			}
+		args, err := appArgs(st.App.Args, look)
+		if err != nil {
+			return nil, err
 		}
 		return a.appRun(ctx, t, st.App.Name, a.commandTimeout(st), args...)
+	case scenario.KindInstall:
+		return a.install(ctx, t, st.Install)
+	case scenario.KindCaller:
+		return a.caller(ctx, t, st)
 	case scenario.KindCallers:
 		return a.callers(ctx, t, st.Callers, expand)
 	case scenario.KindAsk:
@@ -69,6 +70,9 @@ func (a *attempt) exec(ctx context.Context, n int, t *Target, st *scenario.Step)
 	case scenario.KindReboot:
 		return nil, a.reboot(ctx, t)
 	case scenario.KindWait:
+		if st.Wait.For > 0 {
+			return a.timedWait(ctx, n, t, st.Wait.For.D())
+		}
 		return a.wait(ctx, st.Wait)
 	case scenario.KindSleep:
 		return nil, sleep(ctx, st.Sleep.D())
@@ -85,6 +89,34 @@ func (a *attempt) exec(ctx context.Context, n int, t *Target, st *scenario.Step)
 		return nil, a.await(ctx, st.Await)
 	}
 	return nil, fmt.Errorf("step kind %q has no executor", st.Kind())
+}
+
+// appArgs expands an app command's arguments: text as it is, mappings
+// and lists as compact JSON.
+func appArgs(in []scenario.Arg, look scenario.Lookup) ([]string, error) {
+	out := make([]string, len(in))
+	for i, x := range in {
+		if x.JSON == nil {
+			s, err := scenario.ExpandString(x.Text, look)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = s
+			continue
+		}
+		v, err := scenario.ExpandText(x.JSON.V, look)
+		if err != nil {
+			return nil, err
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			return nil, err
+		}
+		out[i] = strings.TrimSuffix(b.String(), "\n")
+	}
+	return out, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -240,6 +240,9 @@ func (a *attempt) stepTimeout(st *scenario.Step) time.Duration {
 	case scenario.KindReboot:
 		return DefaultRebootTimeout
 	case scenario.KindWait:
+		if st.Wait.For > 0 {
+			return st.Wait.For.D() + 30*time.Second
+		}
 		w := st.Wait.Timeout.D()
 		if w == 0 {
 			w = DefaultWaitTimeout
@@ -513,6 +516,12 @@ func (a *attempt) lookup(t *Target) scenario.Lookup {
 			return map[string]any{"number": float64(a.env.Attempt)}, true
 		case "scenario":
 			return map[string]any{"name": a.sc.Name}, true
+		case scenario.RefScripts:
+			m, err := a.sc.ScriptTexts(a.lookup(t))
+			if err != nil {
+				return nil, false
+			}
+			return m, true
 		}
 		a.mu.Lock()
 		defer a.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentoslab/agentlab/internal/yamlschema"
 	"github.com/google/jsonschema-go/jsonschema"
 	"gopkg.in/yaml.v3"
 )
@@ -102,19 +103,19 @@ func TestParseErrors(t *testing.T) {
 		name, doc, want string
 		schemaToo       bool
 	}{
-		{"unknown top key", "stepz: []\n", "line 1: field stepz not found", true},
-		{"unknown step key", "steps:\n  - text: hi\n    colour: blue\n", "line 3: field colour not found", true},
-		{"unknown fail key", "steps:\n  - fail: {status: 500, why: x}\n", "line 2: field why not found", true},
-		{"not a mapping", "- text: hi\n", "line 1: a script is a mapping", true},
-		{"text number", "steps:\n  - text: 5\n", "line 2: want a string", true},
-		{"name number", "steps:\n  - toolCalls: [{name: 5}]\n", "line 2: want a string", true},
-		{"final number", "final: 5\n", "line 1: want a string", true},
+		{"unknown top key", "stepz: []\n", `script:1:1: stepz: unknown key (did you mean "steps"?)`, true},
+		{"unknown step key", "steps:\n  - text: hi\n    colour: blue\n", "script:3:5: steps[0].colour: unknown key (known: chunkChars", true},
+		{"unknown fail key", "steps:\n  - fail: {status: 500, why: x}\n", "script:2:25: steps[0].fail.why: unknown key", true},
+		{"not a mapping", "- text: hi\n", "script:1:1: a script is a mapping", true},
+		{"text number", "steps:\n  - text: 5\n", "script:2:11: steps[0].text: want a string", true},
+		{"name number", "steps:\n  - toolCalls: [{name: 5}]\n", "script:2:24: steps[0].toolCalls[0].name: want a string", true},
+		{"final number", "final: 5\n", "script:1:8: final: want a string", true},
 		{"version 2", "version: 2\n", "version 2", true},
-		{"two kinds", "steps:\n  - echo: true\n    fail: {status: 500}\n", "line 2: steps[0]: fail, compromised and echo", true},
-		{"fail with text", "steps:\n  - text: x\n    fail: {status: 500}\n", "line 2: steps[0]: a fail step takes only delayMs", true},
+		{"two kinds", "steps:\n  - echo: true\n    fail: {status: 500}\n", "script:2:5: steps[0]: fail, compromised and echo", true},
+		{"fail with text", "steps:\n  - text: x\n    fail: {status: 500}\n", "script:2:5: steps[0]: a fail step takes only delayMs", true},
 		{"echo with text", "steps:\n  - echo: true\n    text: x\n", "an echo step takes only", true},
 		{"compromised with calls", "steps:\n  - compromised: true\n    toolCalls: [{name: a}]\n", "a compromised step takes only", true},
-		{"compromised not last", "steps:\n  - compromised: true\n  - text: x\n", "line 2: steps[0]: a compromised step answers every remaining call", false},
+		{"compromised not last", "steps:\n  - compromised: true\n  - text: x\n", "script:2:5: steps[0]: a compromised step answers every remaining call", false},
 		{"status 200", "steps:\n  - fail: {status: 200}\n", "not a failing HTTP status", true},
 		{"status 600", "steps:\n  - fail: {status: 600}\n", "not a failing HTTP status", true},
 		{"fail empty", "steps:\n  - fail: {}\n", "fail needs a status or hang", true},
@@ -126,7 +127,7 @@ func TestParseErrors(t *testing.T) {
 		{"negative delay", "steps:\n  - text: x\n    delayMs: -1\n", "delayMs must be between", true},
 		{"huge delay", "steps:\n  - text: x\n    delayMs: 600001\n", "delayMs must be between", true},
 		{"chunkChars 0", "steps:\n  - text: x\n    chunkChars: 0\n", "chunkChars must be at least 1", true},
-		{"call without name", "steps:\n  - toolCalls: [{arguments: {}}]\n", "toolCalls[0] (line 2): a tool call needs a name or an mcp", true},
+		{"call without name", "steps:\n  - toolCalls: [{arguments: {}}]\n", "script:2:17: steps[0].toolCalls[0]: a tool call needs a name or an mcp", true},
 		{"name and mcp", "steps:\n  - toolCalls: [{name: a, mcp: [p, s, t]}]\n", "name and mcp exclude", true},
 		{"mcp two", "steps:\n  - toolCalls: [{mcp: [p, s]}]\n", "mcp is [plugin, server, tool]", true},
 		{"mcp empty", "steps:\n  - toolCalls: [{mcp: [p, \"\", t]}]\n", "must not be empty", true},
@@ -136,9 +137,9 @@ func TestParseErrors(t *testing.T) {
 		{"bad ref", "steps:\n  - toolCalls: [{name: a, arguments: {p: \"${result[x]}\"}}]\n", "want result[N]", false},
 		{"unclosed", "steps:\n  - toolCalls: [{name: a, arguments: {p: \"${result[0]\"}}]\n", "unclosed ${", false},
 		{"alias", "a: &x {k: 1}\nsteps:\n  - toolCalls: [{name: a, arguments: *x}]\n", "", false},
-		{"nan", "steps:\n  - toolCalls: [{name: a, arguments: {n: .nan}}]\n", "not a JSON number", false},
-		{"two documents", "steps: []\n---\nsteps: []\n", "more than one YAML document", false},
-		{"duplicate key", "steps: []\nsteps: []\n", "already defined", false},
+		{"nan", "steps:\n  - toolCalls: [{name: a, arguments: {n: .nan}}]\n", "not a finite number", false},
+		{"two documents", "steps: []\n---\nsteps: []\n", "a file holds one document", false},
+		{"duplicate key", "steps: []\nsteps: []\n", "repeated key (first at line 1)", false},
 		{"bad yaml", "steps: [\n", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -243,5 +244,27 @@ func TestLoad(t *testing.T) {
 	}
 	if _, err := Load(p); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Load(big) = %v", err)
+	}
+}
+
+// TestSchemaUpToDate: script.schema.json is what the document types
+// generate (go generate ./runtime/model/script rewrites it).
+func TestSchemaUpToDate(t *testing.T) {
+	docs, err := yamlschema.DocsFromSource(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := generateSchema(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile("script.schema.json", got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if string(got) != string(Schema()) {
+		t.Errorf("script.schema.json is stale: run go generate ./runtime/model/script")
 	}
 }

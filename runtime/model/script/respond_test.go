@@ -266,7 +266,7 @@ func TestRespondInline(t *testing.T) {
 		{"header with CR and spaces", request(nil, user("#!agentos-script  \r\nsteps: [{text: crlf}]")), text("crlf"), ""},
 		{"only the last user message", request(nil, user(inlineDoc), asst("inline"), user("plain")), text("configured"), ""},
 		{"header not first", request(nil, user("hello\n#!agentos-script\nsteps: []")), text("configured"), ""},
-		{"bad inline script", request(nil, user("#!agentos-script\nsteps: [{txt: x}]")), nil, "inline script: invalid script: line 2: field txt not found"},
+		{"bad inline script", request(nil, user("#!agentos-script\nsteps: [{txt: x}]")), nil, `inline script: invalid script: script:2:10: steps[0].txt: unknown key (did you mean "text"?)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -25,14 +25,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"os"
-	"regexp"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/strictyaml"
 	"gopkg.in/yaml.v3"
 )
 
@@ -48,6 +48,10 @@ const (
 	maxCutOrEnd = 1 << 20
 )
 
+// script.schema.json is generated from the document types by
+// TestSchemaUpToDate (go generate), which fails when it is stale.
+//
+//go:generate go test -run ^TestSchemaUpToDate$ . -update
 //go:embed script.schema.json
 var schemaJSON []byte
 
@@ -108,55 +112,80 @@ type toolCall struct {
 	line      int
 }
 
-// document is the wire form, decoded strictly.
+// document is the wire form, decoded strictly (internal/strictyaml); the
+// field comments are the schema's descriptions (schema.go).
 type document struct {
-	Version     *int      `yaml:"version"`
-	Description str       `yaml:"description"`
-	Final       *str      `yaml:"final"`
-	Steps       []stepDoc `yaml:"steps"`
+	// Version is the format's version, 1; optional.
+	Version *int `yaml:"version"`
+	// Description is for the reader.
+	Description str `yaml:"description"`
+	// Final is the text answered once the steps are used up; default: echo
+	// the last user message.
+	Final *str `yaml:"final"`
+	// Steps answer the model calls of a turn in order.
+	Steps []stepDoc `yaml:"steps"`
 }
 
+// stepDoc is one answer: a reply (text, thinking, tool calls), a failure,
+// a compromised model, or an echo.
 type stepDoc struct {
-	Text        chunks    `yaml:"text"`
-	Thinking    chunks    `yaml:"thinking"`
-	ChunkChars  *int      `yaml:"chunkChars"`
-	ToolCalls   []callDoc `yaml:"toolCalls"`
-	Stop        str       `yaml:"stop"`
-	DelayMs     int       `yaml:"delayMs"`
-	IntervalMs  int       `yaml:"intervalMs"`
-	CutAfter    *int      `yaml:"cutAfter"`
-	HangAfter   *int      `yaml:"hangAfter"`
-	Fail        *failDoc  `yaml:"fail"`
-	Compromised bool      `yaml:"compromised"`
-	Echo        bool      `yaml:"echo"`
+	// Text is streamed as the answer's text.
+	Text chunks `yaml:"text"`
+	// Thinking is streamed as reasoning before the text.
+	Thinking chunks `yaml:"thinking"`
+	// ChunkChars splits one text into chunks of this many characters.
+	ChunkChars *int `yaml:"chunkChars"`
+	// ToolCalls are the tools the answer calls.
+	ToolCalls []callDoc `yaml:"toolCalls"`
+	// Stop is the stop reason; default tool_use with tool calls, else
+	// end_turn.
+	Stop str `yaml:"stop"`
+	// DelayMs waits before the first event.
+	DelayMs int `yaml:"delayMs"`
+	// IntervalMs waits between events.
+	IntervalMs int `yaml:"intervalMs"`
+	// CutAfter cuts the stream after this many events.
+	CutAfter *int `yaml:"cutAfter"`
+	// HangAfter stops sending (and never ends) after this many events.
+	HangAfter *int `yaml:"hangAfter"`
+	// Fail fails the call as a provider does, before any event.
+	Fail *failDoc `yaml:"fail"`
+	// Compromised follows every instruction found in the conversation.
+	Compromised bool `yaml:"compromised"`
+	// Echo answers with the last user message.
+	Echo bool `yaml:"echo"`
 	// Comment is for the reader; it changes nothing.
 	Comment str `yaml:"comment"`
 }
 
+// failDoc is how a step fails: an HTTP status, or a hang.
 type failDoc struct {
-	Status     int    `yaml:"status"`
+	// Status is a failing HTTP status (100-199, 300-599).
+	Status int `yaml:"status"`
+	// RetryAfter is the Retry-After header: whole seconds or an HTTP date.
 	RetryAfter string `yaml:"retryAfter"`
-	Hang       bool   `yaml:"hang"`
+	// Hang never answers.
+	Hang bool `yaml:"hang"`
 }
 
+// callDoc is a scripted tool call, by final name or by raw [plugin,
+// server, tool].
 type callDoc struct {
-	ID        *str      `yaml:"id"`
-	Name      *str      `yaml:"name"`
-	MCP       []str     `yaml:"mcp"`
-	Arguments yaml.Node `yaml:"arguments"`
+	// ID is the call's id; default generated.
+	ID *str `yaml:"id"`
+	// Name is the tool's final name.
+	Name *str `yaml:"name"`
+	// MCP is the raw [plugin, server, tool], resolved against the offered
+	// tools.
+	MCP []str `yaml:"mcp"`
+	// Arguments are the call's arguments (a JSON object), with
+	// $result[N].path substitutions.
+	Arguments argument `yaml:"arguments"`
 }
 
-// str is a string that must be written as one: yaml.v3 would otherwise
-// turn name: 123 into "123" where the schema says string.
+// str is a string that must be written as one: name: 123 is a number
+// where the schema says string.
 type str string
-
-func (s *str) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
-		return fmt.Errorf("line %d: want a string", n.Line)
-	}
-	*s = str(n.Value)
-	return nil
-}
 
 // chunks is a string or a list of strings.
 type chunks struct {
@@ -165,82 +194,132 @@ type chunks struct {
 	set   bool
 }
 
-func (c *chunks) UnmarshalYAML(n *yaml.Node) error {
+// argument is a tool call's arguments as written (a JSON object tree).
+type argument struct {
+	v   any
+	set bool
+}
+
+// decodeTypes are the script format's own YAML forms.
+var decodeTypes = map[reflect.Type]strictyaml.DecodeFunc{
+	reflect.TypeFor[str]():      decodeStr,
+	reflect.TypeFor[chunks]():   decodeChunks,
+	reflect.TypeFor[argument](): decodeArgument,
+}
+
+func decodeStr(d *strictyaml.Decoder, n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		d.Addf(n, path, "want a string, got %s", strictyaml.Describe(n))
+		return
+	}
+	v.SetString(n.Value)
+}
+
+func decodeChunks(d *strictyaml.Decoder, n *yaml.Node, v reflect.Value, path string) {
+	c := v.Addr().Interface().(*chunks)
 	c.set = true
 	switch n.Kind {
 	case yaml.ScalarNode:
-		if n.Tag != "!!str" {
-			return fmt.Errorf("line %d: want a string or a list of strings", n.Line)
+		if n.ShortTag() != "!!str" {
+			d.Addf(n, path, "want a string or a list of strings, got %s", strictyaml.Describe(n))
+			return
 		}
 		c.list, c.whole = []string{n.Value}, true
-		return nil
+		return
 	case yaml.SequenceNode:
-		for _, e := range n.Content {
-			if e.Kind != yaml.ScalarNode || e.Tag != "!!str" {
-				return fmt.Errorf("line %d: want a string", e.Line)
+		for i, e := range n.Content {
+			if e.Kind != yaml.ScalarNode || e.ShortTag() != "!!str" {
+				d.Addf(e, strictyaml.Index(path, i), "want a string, got %s", strictyaml.Describe(e))
+				continue
 			}
 			c.list = append(c.list, e.Value)
 		}
-		return nil
+		return
 	}
-	return fmt.Errorf("line %d: want a string or a list of strings", n.Line)
+	d.Addf(n, path, "want a string or a list of strings, got %s", strictyaml.Describe(n))
 }
+
+func decodeArgument(d *strictyaml.Decoder, n *yaml.Node, v reflect.Value, path string) {
+	x, ok := d.Any(n, path)
+	if ok {
+		a := v.Addr().Interface().(*argument)
+		a.v, a.set = x, true
+	}
+}
+
+// docName names a script document in Parse's problems.
+const docName = "script"
 
 // Parse reads a script document: YAML or JSON, optionally starting with
 // the "#!agentos-script" line. Unknown keys, wrong types and invalid
-// values are errors naming the line. An empty document is the empty
-// script (every answer echoes).
+// values are errors naming the line and column. An empty document is the
+// empty script (every answer echoes).
 func Parse(data []byte) (*Script, error) {
 	if len(data) > MaxSize {
 		return nil, fmt.Errorf("%w: larger than %d bytes", ErrInvalid, MaxSize)
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	root, prob := strictyaml.ParseDocument(data, docName)
+	if prob != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, prob)
 	}
-	if root.Kind == 0 || (root.Kind == yaml.DocumentNode && len(root.Content) == 1 && root.Content[0].Tag == "!!null") {
+	if root == nil || strictyaml.IsNull(root) {
 		return &Script{}, nil
 	}
-	top := root.Content[0]
-	if top.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("%w: line %d: a script is a mapping with a steps list", ErrInvalid, top.Line)
+	d := strictyaml.NewDecoder(strictyaml.Options{File: docName, Types: decodeTypes})
+	s := Decode(d, root, "")
+	if err := d.Err(ErrInvalid); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err.(*strictyaml.Error).Error())
+	}
+	return s, nil
+}
+
+// Decode reads the script document at n for a document that embeds one
+// (a lab scenario), reporting its problems through d under path; it
+// returns nil when the script has problems.
+func Decode(parent *strictyaml.Decoder, n *yaml.Node, path string) *Script {
+	d := parent.Child(decodeTypes)
+	before := len(d.Problems())
+	if n.Kind != yaml.MappingNode {
+		d.Addf(n, path, "a script is a mapping with a steps list, got %s", strictyaml.Describe(n))
+		return nil
 	}
 	var doc document
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrInvalid, yamlError(err))
-	}
-	if err := dec.Decode(new(yaml.Node)); err != io.EOF {
-		return nil, fmt.Errorf("%w: more than one YAML document", ErrInvalid)
+	d.Decode(n, &doc, path)
+	if len(d.Problems()) > before {
+		return nil
 	}
 	if doc.Version != nil && *doc.Version != 1 {
-		return nil, fmt.Errorf("%w: version %d is not supported (want 1)", ErrInvalid, *doc.Version)
+		d.Errorf(strictyaml.Join(path, "version"), "version %d is not supported (want 1)", *doc.Version)
 	}
+	stepsPath := strictyaml.Join(path, "steps")
 	if len(doc.Steps) > MaxSteps {
-		return nil, fmt.Errorf("%w: more than %d steps", ErrInvalid, MaxSteps)
+		d.Errorf(stepsPath, "more than %d steps", MaxSteps)
 	}
-	stepNodes := seqOf(top, "steps")
+	stepNodes := seqOf(n, "steps")
 	s := &Script{}
 	if doc.Final != nil {
 		f := string(*doc.Final)
 		s.final = &f
 	}
 	for i, sd := range doc.Steps {
-		var n *yaml.Node
+		sp := strictyaml.Index(stepsPath, i)
+		var sn *yaml.Node
 		if i < len(stepNodes) {
-			n = stepNodes[i]
+			sn = stepNodes[i]
 		}
-		st, err := sd.step(n)
-		if err != nil {
-			return nil, fmt.Errorf("%w: line %d: steps[%d]: %v", ErrInvalid, lineOf(n), i, err)
+		st, ok := sd.step(d, sn, sp)
+		if !ok {
+			continue
 		}
 		if st.compromised && i != len(doc.Steps)-1 {
-			return nil, fmt.Errorf("%w: line %d: steps[%d]: a compromised step answers every remaining call of the turn, so it must be the last step", ErrInvalid, lineOf(n), i)
+			d.Errorf(sp, "a compromised step answers every remaining call of the turn, so it must be the last step")
 		}
 		s.steps = append(s.steps, st)
 	}
-	return s, nil
+	if len(d.Problems()) > before {
+		return nil
+	}
+	return s
 }
 
 // Load reads and parses the script file at path.
@@ -261,8 +340,33 @@ func Load(path string) (*Script, error) {
 	return s, nil
 }
 
-// step validates one step document.
-func (d stepDoc) step(n *yaml.Node) (step, error) {
+// step validates one step document; its problems go to d under path.
+func (sd stepDoc) step(d *strictyaml.Decoder, n *yaml.Node, path string) (step, bool) {
+	st, err := sd.check(n)
+	if err != nil {
+		d.Errorf(path, "%v", err)
+		return st, false
+	}
+	callNodes := seqOf(n, "toolCalls")
+	ok := true
+	for j, cd := range sd.ToolCalls {
+		var cn *yaml.Node
+		if j < len(callNodes) {
+			cn = callNodes[j]
+		}
+		c, err := cd.call(cn)
+		if err != nil {
+			d.Errorf(strictyaml.Index(strictyaml.Join(path, "toolCalls"), j), "%v", err)
+			ok = false
+			continue
+		}
+		st.toolCalls = append(st.toolCalls, c)
+	}
+	return st, ok
+}
+
+// check validates a step's own fields.
+func (d stepDoc) check(n *yaml.Node) (step, error) {
 	st := step{cutAfter: -1, hangAfter: -1, line: lineOf(n), stop: string(d.Stop), compromised: d.Compromised, echo: d.Echo}
 	if d.ChunkChars != nil {
 		if *d.ChunkChars < 1 {
@@ -327,18 +431,6 @@ func (d stepDoc) step(n *yaml.Node) (step, error) {
 		}
 		st.fail = f
 	}
-	callNodes := seqOf(n, "toolCalls")
-	for j, cd := range d.ToolCalls {
-		var cn *yaml.Node
-		if j < len(callNodes) {
-			cn = callNodes[j]
-		}
-		c, err := cd.call(cn)
-		if err != nil {
-			return st, fmt.Errorf("toolCalls[%d] (line %d): %v", j, lineOf(cn), err)
-		}
-		st.toolCalls = append(st.toolCalls, c)
-	}
 	return st, nil
 }
 
@@ -398,13 +490,9 @@ func (d callDoc) call(n *yaml.Node) (toolCall, error) {
 		}
 	}
 	c.arguments = map[string]any{}
-	if d.Arguments.Kind != 0 {
-		v, err := fromNode(&d.Arguments)
-		if err != nil {
-			return c, fmt.Errorf("arguments: %v", err)
-		}
-		m, ok := v.(map[string]any)
-		if !ok && v != nil {
+	if d.Arguments.set {
+		m, ok := d.Arguments.v.(map[string]any)
+		if !ok && d.Arguments.v != nil {
 			return c, errors.New("arguments must be a mapping (a JSON object)")
 		}
 		if m != nil {
@@ -445,71 +533,6 @@ func splitRunes(s string, n int) []string {
 	return out
 }
 
-// fromNode converts YAML to a JSON value tree: scalars by their resolved
-// tag, except that timestamps and other non-JSON scalars stay the text
-// the author wrote (yaml.v3 would make 2026-01-01 a time.Time).
-func fromNode(n *yaml.Node) (any, error) {
-	switch n.Kind {
-	case yaml.DocumentNode:
-		if len(n.Content) == 0 {
-			return nil, nil
-		}
-		return fromNode(n.Content[0])
-	case yaml.AliasNode:
-		return nil, fmt.Errorf("line %d: aliases are not supported", n.Line)
-	case yaml.MappingNode:
-		m := make(map[string]any, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i]
-			if k.Kind != yaml.ScalarNode {
-				return nil, fmt.Errorf("line %d: keys must be scalars", k.Line)
-			}
-			if _, dup := m[k.Value]; dup {
-				return nil, fmt.Errorf("line %d: duplicate key %q", k.Line, k.Value)
-			}
-			v, err := fromNode(n.Content[i+1])
-			if err != nil {
-				return nil, err
-			}
-			m[k.Value] = v
-		}
-		return m, nil
-	case yaml.SequenceNode:
-		l := make([]any, 0, len(n.Content))
-		for _, e := range n.Content {
-			v, err := fromNode(e)
-			if err != nil {
-				return nil, err
-			}
-			l = append(l, v)
-		}
-		return l, nil
-	case yaml.ScalarNode:
-		switch n.Tag {
-		case "!!null":
-			return nil, nil
-		case "!!bool":
-			var b bool
-			if err := n.Decode(&b); err != nil {
-				return nil, err
-			}
-			return b, nil
-		case "!!int", "!!float":
-			var v any
-			if err := n.Decode(&v); err != nil {
-				return nil, err
-			}
-			if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
-				return nil, fmt.Errorf("line %d: %s is not a JSON number", n.Line, n.Value)
-			}
-			return v, nil
-		default:
-			return n.Value, nil
-		}
-	}
-	return nil, fmt.Errorf("line %d: unsupported YAML node", n.Line)
-}
-
 // seqOf returns the items of the sequence under key in mapping n.
 func seqOf(n *yaml.Node, key string) []*yaml.Node {
 	if n == nil || n.Kind != yaml.MappingNode {
@@ -522,22 +545,6 @@ func seqOf(n *yaml.Node, key string) []*yaml.Node {
 	}
 	return nil
 }
-
-// yamlError words a decoding error for script authors: one line per
-// problem, without Go type names.
-func yamlError(err error) string {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return err.Error()
-	}
-	msgs := make([]string, len(te.Errors))
-	for i, m := range te.Errors {
-		msgs[i] = goTypeRE.ReplaceAllString(m, "")
-	}
-	return strings.Join(msgs, "; ")
-}
-
-var goTypeRE = regexp.MustCompile(` in type \S+`)
 
 func lineOf(n *yaml.Node) int {
 	if n == nil {
