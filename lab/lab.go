@@ -168,12 +168,8 @@ func Run(ctx context.Context, cfg *config.Config, sel Selection, opts *Options) 
 	if err != nil {
 		return nil, err
 	}
-	if (o.Repeat > 0 || o.UntilFail) && len(plan.Run) != 1 {
-		return nil, &Error{Kind: ErrConfig, Hint: "agentlab run --help",
-			Err: fmt.Errorf("--repeat and --until-fail reproduce one scenario; the selection has %d (use --scenario NAME)", len(plan.Run))}
-	}
-	if o.Repeat < 0 || o.Parallel < 0 {
-		return nil, &Error{Kind: ErrConfig, Err: errors.New("--repeat and --parallel must not be negative"), Hint: "agentlab run --help"}
+	if err := plan.Check(o); err != nil {
+		return nil, err
 	}
 	r := &run{cfg: cfg, o: o, plan: plan, started: time.Now(), id: newRunID(), out: cfg.Output}
 	if err := os.MkdirAll(r.out, 0o755); err != nil {

@@ -66,6 +66,22 @@ func NewPlan(cfg *config.Config, sel Selection) (*Plan, error) {
 	return &Plan{Suite: suite, Run: run, Filtered: filtered, Selection: rs}, nil
 }
 
+// Check reports what in o the plan cannot do: reproducing (Repeat,
+// UntilFail) more or fewer than one scenario, negative counts.
+func (p *Plan) Check(o *Options) error {
+	if o == nil {
+		return nil
+	}
+	if o.Repeat < 0 || o.Parallel < 0 {
+		return &Error{Kind: ErrConfig, Err: errors.New("--repeat and --parallel must not be negative"), Hint: "agentlab run --help"}
+	}
+	if (o.Repeat > 0 || o.UntilFail) && len(p.Run) != 1 {
+		return &Error{Kind: ErrConfig, Hint: "agentlab run --help",
+			Err: fmt.Errorf("--repeat and --until-fail reproduce one scenario; the selection has %d (use --scenario NAME)", len(p.Run))}
+	}
+	return nil
+}
+
 // LoadSuite loads and validates the scenarios at paths; an invalid suite
 // is an Error of kind ErrConfig listing every problem.
 func LoadSuite(paths []string) ([]*scenario.Scenario, error) {

@@ -143,7 +143,7 @@ func runSuite(cmd *cobra.Command, a *app, f *runFlags) error {
 		return err
 	}
 	if f.dryRun {
-		return dryRun(a, cfg, sel)
+		return dryRun(a, cfg, sel, &lab.Options{Repeat: f.repeat, UntilFail: f.untilFail, Parallel: f.parallel})
 	}
 	o := a.labOptions()
 	o.Parallel, o.Repeat, o.UntilFail, o.KeepDevices = f.parallel, f.repeat, f.untilFail, f.keepDevices
@@ -252,9 +252,12 @@ func printRun(a *app, run *reports.Run, f *runFlags) error {
 }
 
 // dryRun prints what the selection runs.
-func dryRun(a *app, cfg *config.Config, sel lab.Selection) error {
+func dryRun(a *app, cfg *config.Config, sel lab.Selection, o *lab.Options) error {
 	plan, err := lab.NewPlan(cfg, sel)
 	if err != nil {
+		return err
+	}
+	if err := plan.Check(o); err != nil {
 		return err
 	}
 	rows := make([]scenarioRow, 0, len(plan.Run))
