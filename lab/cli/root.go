@@ -222,7 +222,12 @@ need Linux and root. Start with:
   agentlab doctor        check this machine and print the fix for anything missing
   agentlab run           build, provision and run the suite (exit codes: see run --help)
 
-Exit codes of every command but run: 0 ok, 1 failed, 2 usage or configuration error.`
+Commands that print data print JSON with --json; "agentlab completion bash|zsh|fish"
+prints a shell completion script.
+
+Exit codes of every command but run and report merge (which exit as a run does,
+see run --help): 0 ok, 1 failed, 2 usage or configuration error (a --config that
+does not exist included).`
 
 // newRoot builds the command tree for one invocation.
 func newRoot(a *app) *cobra.Command {
