@@ -155,3 +155,19 @@ func TestDryRun(t *testing.T) {
 	assert.Equal(t, ExitUsage, r.code)
 	assert.Contains(t, r.stderr, "no scenario named sub/c (did you mean sub/b?)")
 }
+
+// TestVdeviceStartJSON: vdevice start --json prints the device it started.
+func TestVdeviceStartJSON(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("virtual devices need root (CAP_SYS_ADMIN)")
+	}
+	dir := t.TempDir()
+	r := runCLI(t, "--json", "vdevice", "--state-dir", dir, "start", "--name", "jsontest")
+	require.Equal(t, 0, r.code, r.stderr)
+	t.Cleanup(func() { runCLI(t, "vdevice", "--state-dir", dir, "stop", "jsontest") })
+	var in struct{ Name, Serial, State string }
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &in), r.stdout)
+	assert.Equal(t, "jsontest", in.Name)
+	assert.Equal(t, "running", in.State)
+	assert.NotEmpty(t, in.Serial)
+}

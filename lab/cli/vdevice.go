@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/agentoslab/agentlab/devices/virtual"
 	vcli "github.com/agentoslab/agentlab/devices/virtual/cli"
@@ -33,6 +35,31 @@ agentlab run starts and stops its own virtual devices as lab.yaml says.`
 		}
 		if sub.Long == "" {
 			sub.Long = sub.Short + "."
+		}
+		if sub.Name() == "start" {
+			// With --json, the started device as vdevice list --json shows it.
+			start := sub.RunE
+			sub.RunE = func(cmd *cobra.Command, args []string) error {
+				if !a.asJSON {
+					return start(cmd, args)
+				}
+				var said strings.Builder
+				cmd.SetOut(&said)
+				if err := start(cmd, args); err != nil {
+					return err
+				}
+				name, _, _ := strings.Cut(said.String(), " ")
+				infos, err := virtual.List(cmd.Flag("state-dir").Value.String())
+				if err != nil {
+					return err
+				}
+				for _, in := range infos {
+					if in.Name == name {
+						return writeJSON(a, in)
+					}
+				}
+				return fmt.Errorf("started %s but vdevice list does not show it", name)
+			}
 		}
 		if sub.Name() == "list" {
 			// agentlab's look and its global --json.
