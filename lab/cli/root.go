@@ -16,7 +16,8 @@
 //			RunE: func(cmd *cobra.Command, args []string) error {
 //				cfg, err := a.config() // lab.yaml (--config), with --out applied
 //				…
-//				return exitWith(reports.ExitCode(run), nil) // a specific exit code
+//				run, err := lab.Run(cmd.Context(), cfg, sel, a.labOptions())
+//				return exitWith(lab.ExitCode(run, err), err) // a specific exit code
 //			},
 //		}
 //	}
