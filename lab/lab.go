@@ -103,6 +103,8 @@ type Options struct {
 	Progress io.Writer
 	// Logger receives debug details; nil discards.
 	Logger *slog.Logger
+
+	who string // the command progress lines name
 }
 
 func (o *Options) orDefault() *Options {
@@ -122,11 +124,14 @@ func (o *Options) orDefault() *Options {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.who == "" {
+		c.who = "agentlab"
+	}
 	return &c
 }
 
 func progressf(o *Options, format string, args ...any) {
-	fmt.Fprintf(o.Progress, "agentlab run: "+format+"\n", args...)
+	fmt.Fprintf(o.Progress, o.who+": "+format+"\n", args...)
 }
 
 // stopTimeout bounds stopping the virtual devices a run started.
@@ -164,6 +169,7 @@ type run struct {
 // be published); ExitCode maps both to agentlab run's exit code.
 func Run(ctx context.Context, cfg *config.Config, sel Selection, opts *Options) (*reports.Run, error) {
 	o := opts.orDefault()
+	o.who = "agentlab run"
 	plan, err := NewPlan(cfg, sel)
 	if err != nil {
 		return nil, err
@@ -457,7 +463,7 @@ func (r *run) report(res *runner.Result) (*reports.Run, error) {
 		for _, lk := range leaks {
 			names = append(names, lk.String())
 		}
-		return out, &Error{Kind: ErrLeaked, Hint: "do not publish " + r.out,
+		return out, &Error{Kind: ErrLeaked,
 			Err: fmt.Errorf("secrets leaked into the reports — do not publish %s:\n  %s", r.out, strings.Join(names, "\n  "))}
 	}
 	progressf(r.o, "reports in %s (report.html, junit.xml, results.json …)", r.out)
