@@ -168,11 +168,11 @@ func TestPairingCodeInANumber(t *testing.T) {
 	code := Secret{Name: "pairing code", Value: []byte("542615")}
 	cases := map[string]int{
 		`"start": "2026-12-02T07:00:48.542615995Z"`: 0,
-		`size 1542615 bytes`:                       0,
-		`pairing code 542615 shown`:                1,
-		`{"code":"542615"}`:                        1,
-		`542615`:                                   1,
-		`542615 and 542615x and x542615`:           3,
+		`size 1542615 bytes`:                        0,
+		`pairing code 542615 shown`:                 1,
+		`{"code":"542615"}`:                         1,
+		`542615`:                                    1,
+		`542615 and 542615x and x542615`:            3,
 	}
 	for text, want := range cases {
 		got := naiveLeaks("f", []byte(text), []Secret{code})
