@@ -46,7 +46,7 @@ func Build(ctx context.Context, cfg *config.Config, devs []*Device, opts *Option
 		probeAll(ctx, cfg, devs, o)
 		abis = abisOf(devs)
 	}
-	prebuilt, err := prebuiltDir(bo.Prebuilt)
+	prebuilt, root, err := artifactSource(bo.Prebuilt)
 	if err != nil {
 		return nil, err
 	}
@@ -61,15 +61,6 @@ func Build(ctx context.Context, cfg *config.Config, devs []*Device, opts *Option
 		}
 		progressf(o, "using the prebuilt %s artifacts in %s", arts.Version, prebuilt)
 		return arts, nil
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return nil, err
-	}
-	root, err := build.FindSource(wd)
-	if err != nil {
-		return nil, &Error{Kind: ErrConfig, Err: fmt.Errorf("%w; outside the source tree, give --prebuilt DIR (what agentlab build --out DIR wrote) or keep those files next to agentlab", err),
-			Hint: "agentlab run --help"}
 	}
 	apps := bo.Apps
 	if len(apps) == 0 {
@@ -98,6 +89,26 @@ func Build(ctx context.Context, cfg *config.Config, devs []*Device, opts *Option
 		Progress:   o.Progress,
 		Logger:     o.Logger,
 	})
+}
+
+// artifactSource says where the artifacts come from: a prebuilt folder,
+// or the source tree to build in. Neither is a configuration error, known
+// before any device is started.
+func artifactSource(asked string) (prebuilt, root string, err error) {
+	prebuilt, err = prebuiltDir(asked)
+	if err != nil || prebuilt != "" {
+		return prebuilt, "", err
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", "", err
+	}
+	root, err = build.FindSource(wd)
+	if err != nil {
+		return "", "", &Error{Kind: ErrConfig, Hint: "agentlab run --help",
+			Err: fmt.Errorf("%w; outside the source tree, give --prebuilt DIR (what agentlab build --out DIR wrote) or keep those files next to agentlab", err)}
+	}
+	return "", root, nil
 }
 
 // prebuiltDir is the folder of prebuilt artifacts to use: the one asked

@@ -177,6 +177,12 @@ func Run(ctx context.Context, cfg *config.Config, sel Selection, opts *Options) 
 	if err := plan.Check(o); err != nil {
 		return nil, err
 	}
+	if len(plan.Run) > 0 {
+		// Where the runtime comes from is known before a device starts.
+		if _, _, err := artifactSource(o.Build.Prebuilt); err != nil {
+			return nil, err
+		}
+	}
 	r := &run{cfg: cfg, o: o, plan: plan, started: time.Now(), id: newRunID(), out: cfg.Output}
 	if err := os.MkdirAll(r.out, 0o755); err != nil {
 		return nil, fmt.Errorf("output: %w", err)

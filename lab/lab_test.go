@@ -231,10 +231,16 @@ func TestBuildOutsideTheTree(t *testing.T) {
 	executable = func() (string, error) { return filepath.Join(t.TempDir(), "agentlab"), nil }
 	t.Cleanup(func() { executable = old })
 	t.Chdir(t.TempDir())
-	cfg := labYAML(t, "build: {abis: [x86_64]}\n")
+	cfg := labYAML(t, "build: {abis: [x86_64]}\ndevices: {virtual: {count: 2}}\n")
 	_, err := Build(context.Background(), cfg, nil, nil)
 	require.ErrorIs(t, err, ErrConfig)
 	assert.Contains(t, err.Error(), "--prebuilt DIR")
+	// A run says so before it starts a device.
+	_, err = Run(context.Background(), cfg, Selection{Tags: []string{"smoke"}}, nil)
+	require.ErrorIs(t, err, ErrConfig)
+	assert.Equal(t, reports.ExitUsage, ExitCode(nil, err))
+	infos, _ := os.ReadDir(cfg.VirtualStateDir())
+	assert.Empty(t, infos, "no virtual device was started")
 }
 
 // TestReportLeak: a secret found in an artifact fails the run with a
