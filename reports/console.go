@@ -118,8 +118,8 @@ func writeConsole(w io.Writer, r *Run, cs consoleSettings) error {
 		headColor = verdictColor[VerdictInconclusive]
 	}
 	fmt.Fprintf(w, "agentlab run %s: %s (exit %d)\n", termSafe(r.RunID), cs.paint(headColor, headline(s)), s.ExitCode)
-	fmt.Fprintf(w, "%s\n%d attempts, %d lost to lab faults; %d/%d checks passed\n\n",
-		countsLine(s), s.Attempts, s.LabFaultAttempts, s.ChecksPassed, s.Checks)
+	fmt.Fprintf(w, "%s\n%s, %d lost to lab faults; %d/%s passed\n\n",
+		countsLine(s), plural(s.Attempts, "attempt"), s.LabFaultAttempts, s.ChecksPassed, plural(s.Checks, "check"))
 
 	groups := groupByDevice(r)
 	devRows := make([][]string, 0, len(groups))
@@ -162,7 +162,7 @@ func writeConsole(w io.Writer, r *Run, cs consoleSettings) error {
 		}
 	}
 	if passes > 0 {
-		fmt.Fprintf(w, "\n%d passing scenarios not listed.\n", passes)
+		fmt.Fprintf(w, "\n%s not listed.\n", plural(passes, "passing scenario"))
 	}
 	return nil
 }
@@ -280,6 +280,17 @@ func consoleTable(w io.Writer, width int, cols []column, rows [][]string) error 
 			}
 		}
 	}
+	return renderTable(w, header, body, perColumn)
+}
+
+// WriteTable writes a table the way the console report draws its own:
+// every table agentlab prints goes through here, so they all look alike.
+// Cells are printed as given (callers strip control characters).
+func WriteTable(w io.Writer, header []string, rows [][]string) error {
+	return renderTable(w, header, rows, tw.NewMapper[int, int]())
+}
+
+func renderTable(w io.Writer, header []string, body [][]string, perColumn tw.Mapper[int, int]) error {
 	opts := []tablewriter.Option{
 		tablewriter.WithRowAutoWrap(tw.WrapNormal),
 		tablewriter.WithTrimSpace(tw.Off),

@@ -107,3 +107,36 @@ func TestConsoleTerminalSafe(t *testing.T) {
 		t.Errorf("control characters reached the terminal: %q", out)
 	}
 }
+
+// TestPlurals: counts read as English ("1 passing scenario not listed",
+// not "1 passing scenarios not listed").
+func TestPlurals(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		n    int
+		noun string
+		want string
+	}{
+		{0, "scenario", "0 scenarios"},
+		{1, "scenario", "1 scenario"},
+		{2, "check", "2 checks"},
+		{1, "touch", "1 touch"},
+		{3, "touch", "3 touches"},
+		{1, "passing scenario", "1 passing scenario"},
+	} {
+		if got := plural(tc.n, tc.noun); got != tc.want {
+			t.Errorf("plural(%d, %q) = %q, want %q", tc.n, tc.noun, got, tc.want)
+		}
+	}
+	r := sampleRun()
+	r.Scenarios = r.Scenarios[:2] // one fail, one pass
+	r.Scenarios[0].Checks = r.Scenarios[0].Checks[:1]
+	r.Scenarios[1].Checks = nil
+	r.Scenarios[1].Attempts = r.Scenarios[1].Attempts[:1]
+	out := consoleOut(t, r, &ConsoleOptions{Color: ColorNever})
+	for _, want := range []string{"2 scenarios: 1 pass, 1 fail", "1 passing scenario not listed.", "1/1 check passed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("console lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -14,7 +14,9 @@ type RunDiff struct {
 	Old RunRef `json:"old"`
 	New RunRef `json:"new"`
 	// NewFailures went from pass, flaky, skipped or inconclusive to fail or
-	// error.
+	// error, or are new in this run and fail or error (their Old is "";
+	// they are in Added too): a failing scenario added with the change
+	// that breaks it is a new failure, not just an addition.
 	NewFailures []VerdictChange `json:"newFailures"`
 	// Fixed went from fail or error to pass.
 	Fixed []VerdictChange `json:"fixed"`
@@ -83,6 +85,11 @@ type CheckChange struct {
 	Detail string `json:"detail,omitempty"`
 }
 
+// HasNewFailures reports whether the new run has scenarios failing (fail or
+// error) that did not fail in the old one, added scenarios included: what
+// agentlab report diff exits 1 for.
+func (d *RunDiff) HasNewFailures() bool { return len(d.NewFailures) > 0 }
+
 // Regressed reports whether the new run failed where the old one did not:
 // new failures, or checks that regressed.
 func (d *RunDiff) Regressed() bool {
@@ -120,6 +127,9 @@ func Diff(before, after *Run) *RunDiff {
 		o, ok := olds[name]
 		if !ok {
 			d.Added = append(d.Added, ScenarioRef{name, n.Verdict})
+			if failing(n.Verdict) {
+				d.NewFailures = append(d.NewFailures, VerdictChange{Scenario: name, New: n.Verdict, Reason: reasonOf(n)})
+			}
 			continue
 		}
 		ch := VerdictChange{Scenario: name, Old: o.Verdict, New: n.Verdict, Reason: reasonOf(n)}
@@ -236,7 +246,11 @@ func (d *RunDiff) WriteMarkdown(w io.Writer) error {
 		}
 		fmt.Fprintf(bw, "## %s (%d)\n\n", title, len(list))
 		for _, c := range list {
-			fmt.Fprintf(bw, "- %s: %s → %s", mdText(c.Scenario), c.Old, c.New)
+			old := string(c.Old)
+			if old == "" {
+				old = "(new scenario)"
+			}
+			fmt.Fprintf(bw, "- %s: %s → %s", mdText(c.Scenario), old, c.New)
 			if c.Reason != "" && failing(c.New) {
 				fmt.Fprintf(bw, " (%s)", mdText(c.Reason))
 			}
@@ -262,7 +276,7 @@ func (d *RunDiff) WriteMarkdown(w io.Writer) error {
 	refs("Added scenarios", d.Added)
 	refs("Removed scenarios", d.Removed)
 	if len(d.Checks) > 0 {
-		fmt.Fprintf(bw, "## Check changes (%d scenarios)\n\n", len(d.Checks))
+		fmt.Fprintf(bw, "## Check changes (%s)\n\n", plural(len(d.Checks), "scenario"))
 		for _, sc := range d.Checks {
 			fmt.Fprintf(bw, "- %s\n", mdText(sc.Scenario))
 			for _, c := range sc.Changes {

@@ -12,7 +12,9 @@ import (
 // one scenario for every kind of change.
 func diffRuns() (before, after *Run) {
 	after = sampleRun()
-	after.Scenarios = append(after.Scenarios, Scenario{Name: "sms/dedup", File: "sms/dedup.yaml", Verdict: VerdictSkipped, Reason: "no peer"})
+	after.Scenarios = append(after.Scenarios, Scenario{Name: "sms/dedup", File: "sms/dedup.yaml", Verdict: VerdictSkipped, Reason: "no peer"},
+		// Added with the change that breaks it: a new failure.
+		Scenario{Name: "notes/added-broken", File: "notes/added-broken.yaml", Verdict: VerdictFail, Reason: "created twice"})
 
 	before = sampleRun()
 	before.RunID = "run_01JNPREVIOUS000000000000000"
@@ -70,12 +72,12 @@ func TestDiff(t *testing.T) {
 			t.Errorf("%s = %q, want %q", what, got, want)
 		}
 	}
-	check("new failures", names(d.NewFailures), []string{"third-party/revoke-closes:pass>fail"})
+	check("new failures", names(d.NewFailures), []string{"notes/added-broken:>fail", "third-party/revoke-closes:pass>fail"})
 	check("fixed", names(d.Fixed), []string{"sms/injection:fail>pass"})
 	check("still failing", names(d.StillFailing), []string{"notes/always-allow:fail>error"})
 	check("newly flaky", names(d.NewlyFlaky), []string{"ext/plugin-death:pass>flaky"})
 	check("other", names(d.OtherChanges), []string{"sms/dedup:pass>skipped"})
-	if !reflect.DeepEqual(d.Added, []ScenarioRef{{"third-party/unauthorized-pending", VerdictPass}}) {
+	if !reflect.DeepEqual(d.Added, []ScenarioRef{{"notes/added-broken", VerdictFail}, {"third-party/unauthorized-pending", VerdictPass}}) {
 		t.Errorf("added = %v", d.Added)
 	}
 	if !reflect.DeepEqual(d.Removed, []ScenarioRef{{"legacy/removed-case", VerdictPass}}) {
@@ -102,17 +104,24 @@ func TestDiff(t *testing.T) {
 	if same.Regressed() || len(same.NewFailures)+len(same.Fixed)+len(same.NewlyFlaky)+len(same.Checks) > 0 {
 		t.Errorf("a run compared with itself shows changes: %+v", same)
 	}
-	check("still failing, same run", names(same.StillFailing), []string{"notes/always-allow:error>error", "third-party/revoke-closes:fail>fail"})
+	check("still failing, same run", names(same.StillFailing), []string{"notes/added-broken:fail>fail", "notes/always-allow:error>error", "third-party/revoke-closes:fail>fail"})
 	same = Diff(runWith(VerdictPass, VerdictFlaky), runWith(VerdictPass, VerdictFlaky))
 	var buf bytes.Buffer
 	if err := same.WriteMarkdown(&buf); err != nil || !bytes.Contains(buf.Bytes(), []byte("No changes.")) {
 		t.Errorf("empty diff renders %q, %v", buf.String(), err)
 	}
 
-	// Everything added, nothing to compare with.
+	// Everything added, nothing to compare with: what fails is new.
 	fresh := Diff(nil, after)
-	if len(fresh.Added) != len(after.Scenarios) || fresh.Regressed() {
-		t.Errorf("Diff(nil, run): %d added, regressed %v", len(fresh.Added), fresh.Regressed())
+	if len(fresh.Added) != len(after.Scenarios) || !fresh.HasNewFailures() {
+		t.Errorf("Diff(nil, run): %d added, new failures %v", len(fresh.Added), fresh.NewFailures)
+	}
+	check("new failures against nothing", names(fresh.NewFailures),
+		[]string{"notes/added-broken:>fail", "notes/always-allow:>error", "third-party/revoke-closes:>fail"})
+	// Only added scenarios that pass: nothing new fails.
+	passing := Diff(nil, runWith(VerdictPass, VerdictFlaky, VerdictSkipped))
+	if passing.HasNewFailures() || passing.Regressed() {
+		t.Errorf("added passing scenarios count as new failures: %v", passing.NewFailures)
 	}
 }
 

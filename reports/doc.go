@@ -7,6 +7,8 @@
 // self-contained report.html, a console table and an upstream-shaped check
 // list; Load re-reads a results.json so any format can be rendered again later.
 // ExitCode maps a Run to the lab's exit-code contract, Diff compares two runs,
+// Merge joins the runs of the shards of one run, WriteTable draws every
+// table of the lab's command line as the console report draws its own,
 // and ScanForSecrets checks artifacts and reports for leaked secrets before a
 // run is declared done.
 //

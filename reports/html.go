@@ -140,8 +140,8 @@ func writeHTML(out io.Writer, r *Run) error {
 	w.fact("model", modelLine(r.Model))
 	w.fact("selection", selectionLine(r.Selection))
 	w.fact("attempts", fmt.Sprintf("%d (%d lost to lab faults)", s.Attempts, s.LabFaultAttempts))
-	w.fact("checks", fmt.Sprintf("%d/%d passed", s.ChecksPassed, s.Checks))
-	w.rawf("</dl>\n<ul class=\"counts\">\n<li>%d scenarios</li>\n", s.Total)
+	w.fact("checks", fmt.Sprintf("%d of %s passed", s.ChecksPassed, plural(s.Checks, "check")))
+	w.rawf("</dl>\n<ul class=\"counts\">\n<li>%s</li>\n", plural(s.Total, "scenario"))
 	for _, v := range verdictOrder {
 		w.raw("<li>")
 		w.badge(v)
@@ -363,7 +363,7 @@ func writeHTMLScenario(w htmlWriter, sc *Scenario, id string) {
 		w.text(d)
 		w.raw(" · ")
 	}
-	w.rawf("%d attempt(s) · %s</span></summary>\n", len(sc.Attempts), humanDuration(sc.Duration()))
+	w.rawf("%s · %s</span></summary>\n", plural(len(sc.Attempts), "attempt"), humanDuration(sc.Duration()))
 	if reason := reasonOf(sc); reason != "" {
 		w.tagged("p", "reason", reason)
 		w.raw("\n")
@@ -453,7 +453,7 @@ func writeHTMLScenario(w htmlWriter, sc *Scenario, id string) {
 				for _, art := range a.Artifacts {
 					w.raw("<li>")
 					w.artifactLink(art)
-					w.rawf(" (%s, %d bytes)</li>\n", htmlSafeWord(string(art.Kind)), art.Size)
+					w.rawf(" (%s, %s)</li>\n", htmlSafeWord(string(art.Kind)), plural64(art.Size, "byte"))
 				}
 				w.raw("</ul>")
 			}
@@ -467,7 +467,7 @@ func writeHTMLScenario(w htmlWriter, sc *Scenario, id string) {
 		for _, art := range sc.Artifacts {
 			w.raw("<li>")
 			w.artifactLink(art)
-			w.rawf(" (%s, %d bytes, sha256 <code>%s</code>)</li>\n", htmlSafeWord(string(art.Kind)), art.Size, htmlSafeWord(art.SHA256))
+			w.rawf(" (%s, %s, sha256 <code>%s</code>)</li>\n", htmlSafeWord(string(art.Kind)), plural64(art.Size, "byte"), htmlSafeWord(art.SHA256))
 		}
 		w.raw("</ul>\n")
 	}

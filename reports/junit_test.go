@@ -6,26 +6,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/agentoslab/agentlab/reports/internal/xsd"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
-const junitXSD = "testdata/junit.xsd"
-
-func junitSchema(t testing.TB) *xsd.Schema {
-	t.Helper()
-	f, err := os.Open(junitXSD)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	s, err := xsd.Parse(f)
-	if err != nil {
-		t.Fatalf("parse %s: %v", junitXSD, err)
-	}
-	return s
+// The stock JUnit schemas, restated from their constraints (see the
+// comments at the top of each file).
+var junitSchemas = map[string]string{
+	"jenkins-xunit": "testdata/schema/junit-jenkins.xsd",
+	"ant":           "testdata/schema/junit-ant.xsd",
 }
 
 // hostileRun is the sample with text that XML must escape or cannot hold.
@@ -41,29 +34,104 @@ func hostileRun() *Run {
 	return r
 }
 
-// TestJUnitMatchesXSD validates junit.xml of the sample run, of a run with
-// hostile text and of an empty run against the checked-in JUnit schema.
-func TestJUnitMatchesXSD(t *testing.T) {
-	t.Parallel()
-	schema := junitSchema(t)
+// failingRun is a run whose one scenario failed a named check, and whose
+// other failed a step no check explains.
+func failingRun() *Run {
+	r := sampleRun()
+	keep := r.Scenarios[:0]
+	for _, s := range r.Scenarios {
+		if s.Verdict == VerdictFail {
+			keep = append(keep, s)
+		}
+	}
+	step := keep[0]
+	step.Name, step.Reason = "notes/step-fails", "step 3 (ask): the caller exited 1"
+	step.Checks = []Check{{Name: "created", OK: true}}
+	step.Attempts = []Attempt{{Number: 1, Device: "vd-1", Verdict: VerdictFail, Error: "ask: exit status 1", StartedAt: at(5), FinishedAt: at(9), Checks: step.Checks}}
+	r.Scenarios = append(keep, step)
+	r.Host = ""
+	return r
+}
+
+// xmllint validates doc against schema with libxml2's xmllint and returns
+// its complaint. xmllint is an independent XSD implementation (Debian
+// package libxml2-utils; .ci/run installs it).
+func xmllint(t *testing.T, schema string, doc []byte) error {
+	t.Helper()
+	bin, err := exec.LookPath("xmllint")
+	if err != nil {
+		t.Skip("xmllint not installed (apt-get install libxml2-utils)")
+	}
+	path := filepath.Join(t.TempDir(), "junit.xml")
+	require.NoError(t, os.WriteFile(path, doc, 0o644))
+	out, err := exec.Command(bin, "--noout", "--schema", schema, path).CombinedOutput()
+	if err != nil {
+		return &xmllintError{string(out)}
+	}
+	return nil
+}
+
+type xmllintError struct{ out string }
+
+func (e *xmllintError) Error() string { return e.out }
+
+// TestJUnitStockSchemas validates junit.xml of the sample run, of a run with
+// a failing scenario, of a run with hostile text and of an empty run
+// against both stock-derived schemas.
+func TestJUnitStockSchemas(t *testing.T) {
 	runs := map[string]*Run{
 		"sample":  sampleRun(),
+		"failing": failingRun(),
 		"hostile": hostileRun(),
 		"empty":   {RunID: "empty", Model: Model{Kind: ModelStub}},
+		"big":     bigRun(50),
 	}
 	for name, r := range runs {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			doc := renderT(t, r, FormatJUnit)
-			if err := schema.Validate(bytes.NewReader(doc)); err != nil {
-				t.Fatalf("junit.xml does not satisfy %s: %v", junitXSD, err)
-			}
-		})
+		doc := renderT(t, r, FormatJUnit)
+		for schemaName, schema := range junitSchemas {
+			assert.NoError(t, xmllint(t, schema, doc), "%s: junit.xml does not satisfy %s", name, schemaName)
+		}
 	}
-	// The schema is not a rubber stamp: a document it must refuse.
-	bad := `<testsuites><testsuite name="x" tests="one"><testcase/></testsuite></testsuites>`
-	if err := schema.Validate(strings.NewReader(bad)); err == nil {
-		t.Fatal("the JUnit schema accepted tests=\"one\" and a testcase without a name")
+}
+
+// TestJUnitSchemasRefuse: the schemas are not rubber stamps. Each refuses
+// what its stock original refuses — among them what junit.xml used to
+// hold (properties inside a testcase, attributes on testsuites, a
+// testcase with system-out).
+func TestJUnitSchemasRefuse(t *testing.T) {
+	const suite = `<testsuite name="s" tests="1" failures="0" errors="0" skipped="0" time="1.0" timestamp="2026-01-01T00:00:00" hostname="h" id="0" package="p">`
+	cases := []struct {
+		name, doc string
+		refusedBy []string
+	}{
+		{"properties inside a testcase", `<testsuites>` + suite + `<properties/><testcase name="c" classname="k" time="0"><properties><property name="a" value="b"/></properties></testcase><system-out/><system-err/></testsuite></testsuites>`,
+			[]string{"jenkins-xunit", "ant"}},
+		{"tests not a number", `<testsuites><testsuite name="s" tests="one" failures="0" errors="0" skipped="0" time="1" timestamp="2026-01-01T00:00:00" hostname="h" id="0" package="p"><properties/><system-out/><system-err/></testsuite></testsuites>`,
+			[]string{"ant"}},
+		{"a testcase without a name", `<testsuites>` + suite + `<properties/><testcase classname="k" time="0"/><system-out/><system-err/></testsuite></testsuites>`,
+			[]string{"jenkins-xunit", "ant"}},
+		{"attributes on testsuites", `<testsuites tests="1">` + suite + `<properties/><system-out/><system-err/></testsuite></testsuites>`,
+			[]string{"ant"}},
+		{"system-out inside a testcase", `<testsuites>` + suite + `<properties/><testcase name="c" classname="k" time="0"><system-out>x</system-out></testcase><system-out/><system-err/></testsuite></testsuites>`,
+			[]string{"ant"}},
+		{"a suite without system-err", `<testsuites>` + suite + `<properties/><system-out/></testsuite></testsuites>`,
+			[]string{"ant"}},
+		{"a timestamp with a zone", `<testsuites><testsuite name="s" tests="0" failures="0" errors="0" time="1" timestamp="2026-01-01T00:00:00Z" hostname="h" id="0" package="p"><properties/><system-out/><system-err/></testsuite></testsuites>`,
+			[]string{"ant"}},
+		{"a failure without a type", `<testsuites>` + suite + `<properties/><testcase name="c" classname="k" time="0"><failure message="m"/></testcase><system-out/><system-err/></testsuite></testsuites>`,
+			[]string{"ant"}},
+		{"a negative suite time", `<testsuites><testsuite name="s" tests="0" failures="0" errors="0" time="-1" timestamp="2026-01-01T00:00:00" hostname="h" id="0" package="p"><properties/><system-out/><system-err/></testsuite></testsuites>`,
+			[]string{"jenkins-xunit"}},
+	}
+	for _, tc := range cases {
+		for schemaName, schema := range junitSchemas {
+			err := xmllint(t, schema, []byte(tc.doc))
+			if slices.Contains(tc.refusedBy, schemaName) {
+				assert.Error(t, err, "%s: %s accepted it", tc.name, schemaName)
+			} else {
+				assert.NoError(t, err, "%s: %s refused it", tc.name, schemaName)
+			}
+		}
 	}
 }
 
@@ -99,46 +167,37 @@ func TestJUnitEncoderMatchesEncodingXML(t *testing.T) {
 	}
 }
 
-// TestJUnitXmllint validates the same documents with libxml2's xmllint,
-// an independent XSD implementation, when it is installed (Debian package
-// libxml2-utils); otherwise it skips.
-func TestJUnitXmllint(t *testing.T) {
-	t.Parallel()
-	xmllint, err := exec.LookPath("xmllint")
-	if err != nil {
-		t.Skip("xmllint not installed (apt-get install libxml2-utils); the Go validator in TestJUnitMatchesXSD still runs")
-	}
-	dir := t.TempDir()
-	for name, r := range map[string]*Run{"sample": sampleRun(), "hostile": hostileRun()} {
-		path := filepath.Join(dir, name+".xml")
-		if err := os.WriteFile(path, renderT(t, r, FormatJUnit), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out, err := exec.Command(xmllint, "--noout", "--schema", junitXSD, path).CombinedOutput()
-		if err != nil {
-			t.Errorf("xmllint %s: %v\n%s", name, err, out)
-		}
-	}
-}
-
-// parsedCase is a testcase as a CI system reads it back.
-type parsedCase struct {
-	Suite      string
+// parsedSuite is a testsuite as a CI system reads it back.
+type parsedSuite struct {
 	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
 	Properties []junitProperty `xml:"properties>property"`
-	Skipped    *junitSkipped   `xml:"skipped"`
-	Failure    *parsedText     `xml:"failure"`
-	Error      *parsedText     `xml:"error"`
+	Cases      []parsedCase    `xml:"testcase"`
 	SystemOut  string          `xml:"system-out"`
 	SystemErr  string          `xml:"system-err"`
 }
 
-type parsedText struct {
-	Text string `xml:",chardata"`
+type parsedCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Skipped   *junitSkipped `xml:"skipped"`
+	Failure   *parsedText   `xml:"failure"`
+	Error     *parsedText   `xml:"error"`
 }
 
-func (c *parsedCase) prop(name string) string {
-	for _, p := range c.Properties {
+type parsedText struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+func (s *parsedSuite) prop(name string) string {
+	for _, p := range s.Properties {
 		if p.Name == name {
 			return p.Value
 		}
@@ -146,67 +205,109 @@ func (c *parsedCase) prop(name string) string {
 	return ""
 }
 
-// TestJUnitContent checks the mapping a CI system relies on: one testcase
-// per scenario in per-device suites, the verdict elements, flaky and
-// re-queued attempts in system-err, every named check in system-out.
+func (s *parsedSuite) testcase(name string) *parsedCase {
+	for i := range s.Cases {
+		if s.Cases[i].Name == name {
+			return &s.Cases[i]
+		}
+	}
+	return nil
+}
+
+func parseJUnit(t *testing.T, r *Run) map[string]*parsedSuite {
+	t.Helper()
+	var parsed struct {
+		Suites []parsedSuite `xml:"testsuite"`
+	}
+	require.NoError(t, xml.Unmarshal(renderT(t, r, FormatJUnit), &parsed))
+	out := map[string]*parsedSuite{}
+	for i := range parsed.Suites {
+		out[parsed.Suites[i].Name] = &parsed.Suites[i]
+	}
+	return out
+}
+
+// TestJUnitContent checks the mapping a CI system relies on: a run suite
+// with the devices, one suite per scenario, one testcase per named check
+// (a failed check a failure with its evidence), a lab fault an error and
+// never a failed check, skipped and inconclusive scenarios skipped, flaky
+// and re-queued attempts in system-err, every named check in system-out.
 func TestJUnitContent(t *testing.T) {
 	t.Parallel()
-	var parsed struct {
-		Tests  int `xml:"tests,attr"`
-		Suites []struct {
-			Name  string       `xml:"name,attr"`
-			Cases []parsedCase `xml:"testcase"`
-		} `xml:"testsuite"`
+	sample := sampleRun()
+	suites := parseJUnit(t, sample)
+	require.Len(t, suites, len(sample.Scenarios)+1, "one suite per scenario and one for the run")
+
+	run := suites[runSuite]
+	require.NotNil(t, run)
+	assert.Equal(t, 0, run.Tests)
+	assert.Equal(t, sample.RunID, run.prop("runId"))
+	assert.Equal(t, "offline at 01:02:05; reconnect and reboot did not bring it back", run.prop("device.R58M12345.quarantineReason"))
+	assert.Contains(t, run.SystemOut, "device R58M12345 (pixel-7, phone, API 36, arm64-v8a): quarantined")
+
+	revoke := suites["third-party/revoke-closes"]
+	require.NotNil(t, revoke)
+	assert.Equal(t, 7, revoke.Tests, "one testcase per named check")
+	assert.Equal(t, 2, revoke.Failures)
+	assert.Equal(t, "fail", revoke.prop("verdict"))
+	assert.Equal(t, "emulator-5554", revoke.prop("device.1.serial"))
+	assert.Equal(t, "34", revoke.prop("device.1.apiLevel"))
+	c := revoke.testcase("tasksCancelled")
+	require.NotNil(t, c)
+	require.NotNil(t, c.Failure)
+	assert.Equal(t, "third-party.revoke-closes", c.Classname)
+	assert.Equal(t, "check", c.Failure.Type)
+	assert.Equal(t, "usage.activeTasks still 1 after 15 s", c.Failure.Message)
+	assert.Contains(t, c.Failure.Text, "evidence: artifact:artifacts/third-party__revoke-closes/attempt-1/caller-list.json")
+	assert.Contains(t, c.Failure.Text, "[upstream: third_party.py/revoke-closes/tasksCancelled]")
+	assert.Equal(t, "48.000", revoke.Cases[0].Time, "the first testcase carries the scenario's time")
+	assert.Equal(t, "0.000", revoke.Cases[1].Time)
+	if pass := revoke.testcase("slotFreed"); assert.NotNil(t, pass) {
+		assert.Nil(t, pass.Failure)
 	}
-	if err := xml.Unmarshal(renderT(t, sampleRun(), FormatJUnit), &parsed); err != nil {
-		t.Fatal(err)
-	}
-	var suites []string
-	cases := map[string]*parsedCase{}
-	for _, s := range parsed.Suites {
-		suites = append(suites, s.Name)
-		for i := range s.Cases {
-			c := &s.Cases[i]
-			c.Suite = s.Name
-			cases[c.Name] = c
-		}
-	}
-	if got, want := strings.Join(suites, ","), "R58M12345,emulator-5554,vd-1,unassigned"; got != want {
-		t.Errorf("suites = %s, want %s", got, want)
-	}
-	if n := len(sampleRun().Scenarios); len(cases) != n || parsed.Tests != n {
-		t.Errorf("%d testcases, tests=%d; want one per scenario (%d)", len(cases), parsed.Tests, n)
+	for _, ch := range sample.Scenarios[0].Checks {
+		assert.Contains(t, revoke.SystemOut, "] "+ch.Name, "system-out lists every check")
 	}
 
-	c := cases["third-party/revoke-closes"]
-	if c.Suite != "emulator-5554" || c.Failure == nil || !strings.Contains(c.Failure.Text, "[FAIL] tasksCancelled") {
-		t.Errorf("fail: suite %s, failure %+v", c.Suite, c.Failure)
-	}
-	for _, ch := range sampleRun().Scenarios[0].Checks {
-		if !strings.Contains(c.SystemOut, "] "+ch.Name) {
-			t.Errorf("fail: system-out lacks check %s", ch.Name)
-		}
-	}
-	c = cases["ext/plugin-death"]
-	if c.prop("flaky") != "true" || c.Skipped != nil || c.Failure != nil || c.Error != nil ||
-		!strings.Contains(c.SystemErr, "attempt 1 on vd-1: fail; failed checks: reconnected") {
-		t.Errorf("flaky: passes with flaky=true and the failed attempt in system-err; got %+v", c)
-	}
-	c = cases["sms/injection"]
-	if c.Suite != "emulator-5554" || c.Failure != nil || c.Error != nil ||
-		!strings.Contains(c.SystemErr, "attempt 1 on R58M12345: error (lab fault)") {
-		t.Errorf("re-queued: passes on the second device with the lost attempt in system-err; got %+v", c)
-	}
-	c = cases["notes/always-allow"]
-	if c.Error == nil || !strings.Contains(c.Error.Text, "attempt 2 on vd-1") || c.Failure != nil {
-		t.Errorf("error: want <error> listing the attempts; got %+v", c)
-	}
-	c = cases["notes/live-create"]
-	if c.Skipped == nil || !strings.HasPrefix(c.Skipped.Message, "inconclusive:") || c.Failure != nil {
-		t.Errorf("inconclusive: want <skipped message=\"inconclusive: …\">; got %+v", c)
-	}
-	c = cases["sms/send-peer"]
-	if c.Suite != "unassigned" || c.Skipped == nil || strings.HasPrefix(c.Skipped.Message, "inconclusive") {
-		t.Errorf("skipped: got %+v", c)
-	}
+	flaky := suites["ext/plugin-death"]
+	assert.Equal(t, "true", flaky.prop("flaky"))
+	assert.Zero(t, flaky.Failures+flaky.Errors+flaky.Skipped, "flaky passes")
+	assert.Contains(t, flaky.SystemErr, "attempt 1 on vd-1: fail; failed checks: reconnected")
+
+	requeued := suites["sms/injection"]
+	assert.Zero(t, requeued.Failures+requeued.Errors)
+	assert.Contains(t, requeued.SystemErr, "attempt 1 on R58M12345: error (lab fault)")
+
+	lab := suites["notes/always-allow"]
+	require.Len(t, lab.Cases, 1, "a lab fault is one error, never failed checks")
+	require.NotNil(t, lab.Cases[0].Error)
+	assert.Equal(t, "notes/always-allow", lab.Cases[0].Name)
+	assert.Equal(t, "lab-fault", lab.Cases[0].Error.Type)
+	assert.Contains(t, lab.Cases[0].Error.Text, "attempt 2 on vd-1")
+	assert.Equal(t, 1, lab.Errors)
+	assert.Zero(t, lab.Failures)
+
+	live := suites["notes/live-create"]
+	require.Len(t, live.Cases, 1)
+	require.NotNil(t, live.Cases[0].Skipped)
+	assert.True(t, strings.HasPrefix(live.Cases[0].Skipped.Message, "inconclusive:"))
+	assert.Zero(t, live.Failures, "an inconclusive scenario's failed checks are not failures")
+
+	peer := suites["sms/send-peer"]
+	require.Len(t, peer.Cases, 1)
+	require.NotNil(t, peer.Cases[0].Skipped)
+	assert.Equal(t, "needs 2 emulators with telephony; the pool has 1", peer.Cases[0].Skipped.Message)
+
+	// A failure no check explains is one more testcase, named by the
+	// scenario.
+	failing := parseJUnit(t, failingRun())
+	step := failing["notes/step-fails"]
+	require.NotNil(t, step)
+	require.Len(t, step.Cases, 2)
+	assert.Nil(t, step.testcase("created").Failure)
+	whole := step.testcase("notes/step-fails")
+	require.NotNil(t, whole)
+	require.NotNil(t, whole.Failure)
+	assert.Equal(t, "fail", whole.Failure.Type)
+	assert.Contains(t, whole.Failure.Text, "ask: exit status 1")
 }

@@ -129,7 +129,7 @@ func writeMarkdown(w io.Writer, r *Run) error {
 	section("Inconclusive", VerdictInconclusive, true, func(sc *Scenario) {
 		fmt.Fprintf(bw, "- **%s** on %s: %s", mdText(sc.Name), mdText(strings.Join(sc.Devices, ", ")), mdText(reasonOf(sc)))
 		if sc.PersonTouches > 0 {
-			fmt.Fprintf(bw, " (%d touches)", sc.PersonTouches)
+			fmt.Fprintf(bw, " (%s)", plural(sc.PersonTouches, "touch"))
 		}
 		bw.WriteString("\n")
 	})
@@ -171,7 +171,7 @@ func scenarioFacts(bw *bufio.Writer, sc *Scenario) {
 	}
 	fmt.Fprintf(bw, "- checks: %d/%d passed; duration %s\n", passedChecks(sc.Checks), len(sc.Checks), humanDuration(sc.Duration()))
 	for _, a := range sc.Artifacts {
-		fmt.Fprintf(bw, "- artifact: [%s](%s) (%s, %d bytes)\n", mdText(a.Path), mdLink(a.Path), mdText(string(a.Kind)), a.Size)
+		fmt.Fprintf(bw, "- artifact: [%s](%s) (%s, %s)\n", mdText(a.Path), mdLink(a.Path), mdText(string(a.Kind)), plural64(a.Size, "byte"))
 	}
 	bw.WriteString("\n")
 }

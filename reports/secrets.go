@@ -53,8 +53,12 @@ const scanBufSize = 256 << 10
 // ScanForSecrets searches every regular file under paths (files, or
 // directories walked recursively; symlinks are followed only when they are
 // themselves one of the paths) for an exact
-// occurrence of each secret's value. Files are streamed in bounded buffers;
-// an occurrence that straddles two reads is found all the same. It returns
+// occurrence of each secret's value. A secret made only of digits (a
+// six-digit pairing code) counts only where no digit adjoins it: inside a
+// longer number — a timestamp's nanoseconds, a size — the same digits are
+// not that code, and counting them failed runs at random. Files are
+// streamed in bounded buffers; an occurrence that straddles two reads is
+// found all the same. It returns
 // one Leak per file and secret found, in path order, and an error for paths
 // it could not read (after scanning the rest).
 func ScanForSecrets(paths []string, secrets []Secret) ([]Leak, error) {
@@ -110,19 +114,32 @@ func ScanForSecrets(paths []string, secrets []Secret) ([]Leak, error) {
 
 type secretScanner struct {
 	secrets []Secret
+	number  []bool // the secret is all digits: it needs non-digit neighbours
 	maxLen  int
 	buf     []byte
 }
 
 func newScanner(secrets []Secret) *secretScanner {
-	sc := &secretScanner{secrets: secrets}
-	for _, s := range secrets {
+	sc := &secretScanner{secrets: secrets, number: make([]bool, len(secrets))}
+	for i, s := range secrets {
 		sc.maxLen = max(sc.maxLen, len(s.Value))
+		sc.number[i] = allDigits(s.Value)
 	}
-	// The buffer holds the carry-over (maxLen-1 bytes) plus one read.
-	sc.buf = make([]byte, sc.maxLen-1+scanBufSize)
+	// The buffer holds the carry-over (maxLen+1 bytes) plus one read.
+	sc.buf = make([]byte, sc.maxLen+1+scanBufSize)
 	return sc
 }
+
+func allDigits(b []byte) bool {
+	for _, c := range b {
+		if !isDigit(c) {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func (sc *secretScanner) scanFile(p string) ([]Leak, error) {
 	f, err := os.Open(p)
@@ -137,34 +154,53 @@ func (sc *secretScanner) scanFile(p string) ([]Leak, error) {
 	return leaks, nil
 }
 
-// scan reads r to the end. After each read the window is the last maxLen-1
-// bytes of the previous window followed by the new bytes; a match counts
+// scan reads r to the end. After each read the window is the last maxLen+1
+// bytes of the previous window followed by the new bytes. A match counts
 // only if it ends inside the new bytes, so no match is counted twice and
-// none that straddles a read boundary is missed.
+// none that straddles a read boundary is missed. A number secret's match
+// also needs to see the byte after it: one that ends where the window ends
+// is left for the next read (where it ends exactly at the carry) or for
+// the end of the file; the extra carried byte is the one before it.
 func (sc *secretScanner) scan(r io.Reader, name string) ([]Leak, error) {
 	first := make([]int64, len(sc.secrets))
 	count := make([]int, len(sc.secrets))
-	keep := sc.maxLen - 1
+	keep := sc.maxLen + 1
 	carry := 0     // bytes carried over at the front of buf
 	var base int64 // file offset of buf[0]
 	var readErr error
 	for {
 		n, err := r.Read(sc.buf[carry : carry+scanBufSize])
-		if n > 0 {
+		eof := err == io.EOF
+		if n > 0 || eof {
 			window := sc.buf[:carry+n]
 			for i, s := range sc.secrets {
-				from := max(carry-len(s.Value)+1, 0)
-				for from <= len(window)-len(s.Value) {
+				l := len(s.Value)
+				from := max(carry-l+1, 0)
+				if sc.number[i] {
+					from = max(carry-l, 0)
+				}
+				for from <= len(window)-l {
 					j := bytes.Index(window[from:], s.Value)
 					if j < 0 {
 						break
 					}
 					at := from + j
+					from = at + 1
+					if sc.number[i] {
+						// from keeps end >= carry: a match ending exactly at the
+						// carry is one the last read left undecided.
+						end := at + l
+						if end == len(window) && !eof {
+							continue // the next read shows what follows it
+						}
+						if at > 0 && isDigit(window[at-1]) || end < len(window) && isDigit(window[end]) {
+							continue // part of a longer number
+						}
+					}
 					if count[i] == 0 {
 						first[i] = base + int64(at)
 					}
 					count[i]++
-					from = at + 1
 				}
 			}
 			// Carry the tail that could start a match completed by the next read.
@@ -173,7 +209,7 @@ func (sc *secretScanner) scan(r io.Reader, name string) ([]Leak, error) {
 			base += int64(len(window) - tail)
 			carry = tail
 		}
-		if err == io.EOF {
+		if eof {
 			break
 		}
 		if err != nil {

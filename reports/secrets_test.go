@@ -33,8 +33,13 @@ func naiveLeaks(name string, data []byte, secrets []Secret) []Leak {
 	var out []Leak
 	for _, s := range secrets {
 		var l Leak
+		number := allDigits(s.Value)
 		for i := 0; i+len(s.Value) <= len(data); i++ {
-			if bytes.Equal(data[i:i+len(s.Value)], s.Value) {
+			end := i + len(s.Value)
+			if number && (i > 0 && isDigit(data[i-1]) || end < len(data) && isDigit(data[end])) {
+				continue
+			}
+			if bytes.Equal(data[i:end], s.Value) {
 				if l.Count == 0 {
 					l = Leak{File: name, Offset: int64(i), Secret: s.Name}
 				}
@@ -155,12 +160,44 @@ func TestSecretNeverPrinted(t *testing.T) {
 	}
 }
 
+// TestPairingCodeInANumber: a pairing code's digits inside a timestamp's
+// nanoseconds are not the code (that failed a whole suite run as a leak);
+// the code on its own, quoted or at either end of a file is.
+func TestPairingCodeInANumber(t *testing.T) {
+	t.Parallel()
+	code := Secret{Name: "pairing code", Value: []byte("542615")}
+	cases := map[string]int{
+		`"start": "2026-12-02T07:00:48.542615995Z"`: 0,
+		`size 1542615 bytes`:                        0,
+		`pairing code 542615 shown`:                 1,
+		`{"code":"542615"}`:                         1,
+		`542615`:                                    1,
+		`542615 and 542615x and x542615`:            3,
+	}
+	for text, want := range cases {
+		got := naiveLeaks("f", []byte(text), []Secret{code})
+		sc := newScanner([]Secret{code})
+		streamed, err := sc.scan(bytes.NewReader([]byte(text)), "f")
+		if err != nil || !reflect.DeepEqual(got, streamed) {
+			t.Errorf("%q: streamed %v (%v), naive %v", text, streamed, err, got)
+		}
+		n := 0
+		if len(got) == 1 {
+			n = got[0].Count
+		}
+		if n != want {
+			t.Errorf("%q: %d occurrences, want %d", text, n, want)
+		}
+	}
+}
+
 // TestScanBoundaries scans through readers that split the data at every
 // possible place and compares with a whole-buffer search.
 func TestScanBoundaries(t *testing.T) {
 	t.Parallel()
-	data := []byte("aaaXabcabcabXXabcaaaa-abca-ab")
-	secrets := []Secret{{"a3", []byte("aaa")}, {"abc", []byte("abc")}, {"long", []byte("abcabcab")}, {"one", []byte("X")}}
+	data := []byte("4829aaaXabcabcabXXabcaaaa-abca-ab 482913 1482913 4829134 \"482913\"482913")
+	secrets := []Secret{{"a3", []byte("aaa")}, {"abc", []byte("abc")}, {"long", []byte("abcabcab")}, {"one", []byte("X")},
+		{"code", []byte("482913")}, {"short code", []byte("4829")}}
 	want := naiveLeaks("f", data, secrets)
 	for n := 1; n <= len(data)+1; n++ {
 		sc := newScanner(secrets)
@@ -185,6 +222,8 @@ func FuzzScanBoundary(f *testing.F) {
 	f.Add([]byte("aaaaaaaa"), []byte("aaa"), []byte("aa"), uint8(1))
 	f.Add([]byte("abababab"), []byte("abab"), []byte("b"), uint8(5))
 	f.Add(bytes.Repeat([]byte("k"), 300), []byte("kkkkkkkkkkkkkkkkkkkkkkkkkkkk"), []byte("kk"), uint8(7))
+	f.Add([]byte("t=07:00:48.542615995Z code 542615 x542615"), []byte("542615"), []byte("5"), uint8(4))
+	f.Add([]byte("123123123"), []byte("123"), []byte("3"), uint8(2))
 	f.Fuzz(func(t *testing.T, data, s1, s2 []byte, chunk uint8) {
 		if len(s1) == 0 || len(s2) == 0 {
 			return

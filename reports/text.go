@@ -120,7 +120,7 @@ func reasonOf(s *Scenario) string {
 		for i, c := range failed {
 			names[i] = c.Name
 		}
-		return fmt.Sprintf("%d of %d checks failed: %s", len(failed), len(s.Checks), strings.Join(names, ", "))
+		return fmt.Sprintf("%d of %s failed: %s", len(failed), plural(len(s.Checks), "check"), strings.Join(names, ", "))
 	}
 	n := len(s.Attempts)
 	if n < 2 || (s.Verdict != VerdictPass && s.Verdict != VerdictFlaky) {
@@ -148,12 +148,22 @@ func reasonOf(s *Scenario) string {
 	return fmt.Sprintf("passed on attempt %d after: %s", n, strings.Join(parts, "; "))
 }
 
-// plural renders "1 scenario", "2 scenarios".
-func plural(n int, one string) string {
+// plural renders a count with its noun: "1 scenario", "2 scenarios",
+// "3 touches".
+func plural(n int, one string) string { return plural64(int64(n), one) }
+
+// plural64 is plural for int64 counts (sizes in bytes).
+func plural64(n int64, one string) string {
 	if n == 1 {
 		return "1 " + one
 	}
-	return strconv.Itoa(n) + " " + one + "s"
+	many := one + "s"
+	for _, end := range []string{"s", "x", "ch", "sh"} {
+		if strings.HasSuffix(one, end) {
+			many = one + "es"
+		}
+	}
+	return strconv.FormatInt(n, 10) + " " + many
 }
 
 // passedChecks counts the checks that held.
@@ -183,7 +193,7 @@ func headline(s Summary) string {
 // countsLine lists the verdict counts: "6 scenarios: 2 pass, 1 fail, …".
 func countsLine(s Summary) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d scenarios", s.Total)
+	b.WriteString(plural(s.Total, "scenario"))
 	sep := ": "
 	for _, v := range []Verdict{VerdictPass, VerdictFail, VerdictFlaky, VerdictError, VerdictSkipped, VerdictInconclusive} {
 		fmt.Fprintf(&b, "%s%d %s", sep, s.Count(v), v)

@@ -76,7 +76,7 @@ type Options struct {
 	Root string
 	// OutDir receives the artifacts (<abi>/agentosd,
 	// <abi>/agentos-module.zip, bundles/<app>.agentapp, artifacts.json);
-	// default <Root>/out/build.
+	// default <CacheDir>/out, never the working directory.
 	OutDir string
 	// CacheDir holds the content-addressed cache; default
 	// $XDG_CACHE_HOME/agentlab/build (~/.cache/agentlab/build).
@@ -188,11 +188,11 @@ func (o *Options) normalize() error {
 			return err
 		}
 	}
-	if o.OutDir == "" {
-		o.OutDir = filepath.Join(o.Root, "out", "build")
-	}
 	if o.CacheDir == "" {
 		o.CacheDir = DefaultCacheDir()
+	}
+	if o.OutDir == "" {
+		o.OutDir = filepath.Join(o.CacheDir, "out")
 	}
 	if len(o.ABIs) == 0 {
 		o.ABIs = []string{HostABI()}
@@ -241,6 +241,21 @@ func DefaultCacheDir() string {
 		return filepath.Join(d, "agentlab", "build")
 	}
 	return filepath.Join(os.TempDir(), "agentlab-build-cache")
+}
+
+// FindSource returns the source tree dir is in: the first folder from dir
+// upwards holding go.mod and agentosd's main package (DefaultAgentosdPkg).
+// Outside one (a released agentlab, another module) the error wraps
+// ErrNoSource.
+func FindSource(dir string) (string, error) {
+	root, err := FindRoot(dir)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(DefaultAgentosdPkg))); err != nil {
+		return "", fmt.Errorf("build: %s holds go.mod but not %s (not the agentlab source tree): %w", root, DefaultAgentosdPkg, ErrNoSource)
+	}
+	return root, nil
 }
 
 // FindRoot returns the first folder from dir upwards that holds go.mod.
@@ -373,7 +388,7 @@ func Build(ctx context.Context, opts *Options) (*Artifacts, error) {
 		}
 	}
 	manifest, _ := json.MarshalIndent(b.arts, "", "  ")
-	if err := writeAtomic(filepath.Join(o.OutDir, "artifacts.json"), append(manifest, '\n'), 0o644); err != nil {
+	if err := writeAtomic(filepath.Join(o.OutDir, ManifestFile), append(manifest, '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("build: %w", err)
 	}
 	b.progress("done in %s: %d compiled, %d packed, %d bundles, modules for %s → %s",

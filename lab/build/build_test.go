@@ -310,3 +310,72 @@ func TestBuildTags(t *testing.T) {
 		t.Errorf("a malformed tag: %v", err)
 	}
 }
+
+// TestLoadPrebuilt: a build's output folder, moved elsewhere, loads as
+// prebuilt artifacts with its files found where they now are; a folder
+// with a file missing or no manifest is refused.
+func TestLoadPrebuilt(t *testing.T) {
+	t.Parallel()
+	o := opts(t, fakeTree(t))
+	built, err := Build(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := filepath.Join(t.TempDir(), "release")
+	if err := os.Rename(o.OutDir, moved); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != built.Version || got.SigningDigest != built.SigningDigest || !slices.Equal(got.ABIs, built.ABIs) || len(got.Bundles) != len(built.Bundles) {
+		t.Errorf("loaded %+v, built %+v", got, built)
+	}
+	abi := got.ABIs[0]
+	if got.Agentosd[abi] != filepath.Join(moved, abi, "agentosd") || got.Bundles[0].Path != filepath.Join(moved, "bundles", got.Bundles[0].App+".agentapp") {
+		t.Errorf("paths not rebased on the new folder: %s, %s", got.Agentosd[abi], got.Bundles[0].Path)
+	}
+	if m, err := got.Module(abi); err != nil || !strings.HasPrefix(m, moved) {
+		t.Errorf("module %s %v", m, err)
+	}
+	if miss := got.Covers([]string{abi, "arm64-v8a", "arm64-v8a"}); abi == "x86_64" && !slices.Equal(miss, []string{"arm64-v8a"}) {
+		t.Errorf("Covers = %v", miss)
+	}
+	if err := os.Remove(got.Bundles[0].Path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(moved); err == nil || !strings.Contains(err.Error(), "lack bundles/"+got.Bundles[0].App+".agentapp") {
+		t.Errorf("a missing bundle: %v", err)
+	}
+	if _, err := Load(t.TempDir()); !errors.Is(err, ErrNoPrebuilt) {
+		t.Errorf("an empty folder: %v", err)
+	}
+}
+
+// TestFindSource: the source tree is the module holding agentosd's main
+// package; another Go module is not one.
+func TestFindSource(t *testing.T) {
+	t.Parallel()
+	root := fakeTree(t)
+	if got, err := FindSource(filepath.Join(root, "sampleapps", "demo")); err != nil || got != root {
+		t.Errorf("FindSource in the tree = %q, %v", got, err)
+	}
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, "go.mod"), []byte("module other\n"), 0o644)
+	if _, err := FindSource(other); !errors.Is(err, ErrNoSource) {
+		t.Errorf("FindSource in another module: %v", err)
+	}
+}
+
+// TestDefaultOutDir: without OutDir the artifacts go under the cache,
+// never into the working directory.
+func TestDefaultOutDir(t *testing.T) {
+	o := &Options{Root: t.TempDir(), CacheDir: t.TempDir(), SigningKey: "k"}
+	if err := o.normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if o.OutDir != filepath.Join(o.CacheDir, "out") {
+		t.Errorf("OutDir = %s", o.OutDir)
+	}
+}

@@ -7,8 +7,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newBridgeCmd) }
-
 // bridgeFlags are the options of spec §8.4 shared by bridge, pair and
 // unpair.
 type bridgeFlags struct {

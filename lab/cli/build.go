@@ -1,68 +1,27 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
-	"path/filepath"
-	"strings"
-	"text/tabwriter"
 
+	"github.com/agentoslab/agentlab/lab"
 	"github.com/agentoslab/agentlab/lab/build"
-	"github.com/agentoslab/agentlab/lab/config"
 	"github.com/spf13/cobra"
 )
-
-func init() { register(newBuildCmd) }
 
 // buildFlags are build's flags, shared with provision.
 type buildFlags struct {
 	abis     []string
 	apps     []string
 	cacheDir string
+	prebuilt string
 }
 
-// buildOptions are the build options for cfg, flags and the global --out.
-func (a *app) buildOptions(cfg *config.Config, f *buildFlags, outDir string) *build.Options {
-	o := &build.Options{
-		OutDir:     outDir,
-		CacheDir:   f.cacheDir,
-		ABIs:       f.abis,
-		Version:    buildVersion(),
-		SigningKey: cfg.SigningKeyPath(),
-		Apps:       f.apps,
-		Progress:   a.stderr,
-		Logger:     a.logger(),
-	}
-	if len(o.ABIs) == 0 {
-		o.ABIs = cfg.Build.ABIs
-	}
-	o.Tags = cfg.Build.Tags
-	if len(o.Apps) == 0 {
-		o.Apps = cfg.Provision.Apps
-	}
-	if o.OutDir == "" {
-		o.OutDir = filepath.Join(cfg.Output, "build")
-	}
-	return o
+func (f *buildFlags) options() lab.BuildOptions {
+	return lab.BuildOptions{Prebuilt: f.prebuilt, ABIs: f.abis, Apps: f.apps, CacheDir: f.cacheDir}
 }
 
 // buildVersion is Version() in the form module.prop accepts.
-func buildVersion() string {
-	v := Version()
-	var b strings.Builder
-	for _, r := range v {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._+-", r) {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('-')
-		}
-	}
-	s := b.String()
-	if len(s) > 32 {
-		s = s[:32]
-	}
-	return s
-}
+func buildVersion() string { return lab.BuildVersion(Version()) }
 
 func newBuildCmd(a *app) *cobra.Command {
 	f := &buildFlags{}
@@ -78,8 +37,13 @@ Bundles are signed with the lab's signing key (lab.yaml build.signingKey, defaul
 <stateDir>/signing.key, created with mode 0600 on first use and never printed).
 
 Everything is cached by content: a second build with no source change compiles and
-packs nothing. Artifacts go to --out (default <output>/build) with artifacts.json
-listing them; progress goes to stderr. Run it from the source tree.`,
+packs nothing. Artifacts go to --out (default the build cache's out folder, never
+the working directory) with artifacts.json listing them; progress goes to stderr.
+Run it from the source tree.
+
+The folder it writes is what a released agentlab runs with outside the source tree:
+"agentlab build --abi x86_64,arm64-v8a --out DIST" then agentlab beside it in DIST
+(or "agentlab run --prebuilt DIST").`,
 		Example: `  agentlab build
   agentlab build --abi x86_64,arm64-v8a --out dist
   agentlab build --apps notes,sms --json`,
@@ -89,37 +53,41 @@ listing them; progress goes to stderr. Run it from the source tree.`,
 			if err != nil {
 				return err
 			}
-			arts, err := build.Build(cmd.Context(), a.buildOptions(cfg, f, a.outDir))
+			o := a.labOptions()
+			o.Build = f.options()
+			o.Build.OutDir = a.outDir
+			arts, err := lab.Build(cmd.Context(), cfg, nil, o)
 			if err != nil {
 				return err
 			}
 			if a.asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(arts)
+				return writeJSON(a, arts)
 			}
 			return printArtifacts(a, arts)
 		},
 	}
-	f.addFlags(cmd)
+	f.addFlags(cmd, false)
 	return cmd
 }
 
-func (f *buildFlags) addFlags(cmd *cobra.Command) {
-	cmd.Flags().StringSliceVar(&f.abis, "abi", nil, "ABIs to build: x86_64, arm64-v8a (default lab.yaml build.abis, else this host's)")
+func (f *buildFlags) addFlags(cmd *cobra.Command, prebuilt bool) {
+	cmd.Flags().StringSliceVar(&f.abis, "abi", nil, "ABIs to build: x86_64, arm64-v8a (default lab.yaml build.abis, else the devices', else this host's)")
 	cmd.Flags().StringSliceVar(&f.apps, "apps", nil, "apps to build (default lab.yaml provision.apps, else all)")
 	cmd.Flags().StringVar(&f.cacheDir, "cache-dir", "", "build cache (default $XDG_CACHE_HOME/agentlab/build)")
+	if prebuilt {
+		cmd.Flags().StringVar(&f.prebuilt, "prebuilt", "", "use the prebuilt artifacts in this folder (agentlab build --out DIR) instead of building")
+	}
 }
 
 func printArtifacts(a *app, arts *build.Artifacts) error {
-	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "version %s, signer %s…\n", arts.Version, arts.SigningDigest[:12])
+	fmt.Fprintf(a.stdout, "version %s, signer %s…\n", arts.Version, arts.SigningDigest[:min(12, len(arts.SigningDigest))])
+	var rows [][]string
 	for _, abi := range arts.ABIs {
-		fmt.Fprintf(tw, "%s\tagentosd\t%s\n", abi, arts.Agentosd[abi])
-		fmt.Fprintf(tw, "%s\tmodule (versionCode %d)\t%s\n", abi, arts.ModuleVersionCode, arts.Modules[abi])
+		rows = append(rows, []string{abi, "agentosd", arts.Agentosd[abi]})
+		rows = append(rows, []string{abi, fmt.Sprintf("module (versionCode %d)", arts.ModuleVersionCode), arts.Modules[abi]})
 	}
 	for _, b := range arts.Bundles {
-		fmt.Fprintf(tw, "bundle\t%s (%s, versionCode %d)\t%s\n", b.App, b.Package, b.VersionCode, b.Path)
+		rows = append(rows, []string{"bundle", fmt.Sprintf("%s (%s, versionCode %d)", b.App, b.Package, b.VersionCode), b.Path})
 	}
-	return tw.Flush()
+	return printTable(a, []string{"abi", "artifact", "path"}, rows)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/agentoslab/agentlab/reports"
 	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -38,6 +41,9 @@ func runCLIWith(t *testing.T, setup func(*app), args ...string) result {
 		setup(a)
 	}
 	root := newRoot(a)
+	if args == nil {
+		args = []string{} // nil makes cobra read the test binary's os.Args
+	}
 	root.SetArgs(args)
 	root.SetOut(&out)
 	root.SetErr(&errb)
@@ -122,7 +128,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"nothing-like-it"}, `unknown command "nothing-like-it" for agentlab`, "Run 'agentlab --help' for usage.", false},
 		{[]string{"version", "--bogus"}, "unknown flag: --bogus", "Run 'agentlab version --help' for usage.", false},
 		{[]string{"version", "extra"}, `agentlab version takes no arguments, got "extra"`, "Run 'agentlab version --help' for usage.", false},
-		{[]string{"report", "diff", "only-one.json"}, "agentlab report diff takes 2 argument(s), got 1", "Run 'agentlab report diff --help' for usage.", false},
+		{[]string{"report", "diff", "only-one.json"}, "agentlab report diff takes 2 arguments, got 1", "Run 'agentlab report diff --help' for usage.", false},
 		{[]string{"report"}, "--from is required", "Run 'agentlab report --help' for usage.", false},
 		{[]string{"report", "--from", "x.json", "--format", "pdf"}, `--format: unknown report format "pdf"`, "", false},
 		{[]string{"report", "dif"}, `unknown command "dif" for agentlab report (did you mean "diff"?)`, "Run 'agentlab report diff --help' for usage.", false},
@@ -227,40 +233,106 @@ func TestReport(t *testing.T) {
 	}
 }
 
+// TestReportDiff: report diff lists the changes and exits 1 exactly when
+// the new run has new failures — an added scenario that fails included —
+// and 0 otherwise.
 func TestReportDiff(t *testing.T) {
 	dir := t.TempDir()
 	old := writeRun(t, filepath.Join(dir, "old"), sampleRun(map[string]reports.Verdict{"a": reports.VerdictPass, "b": reports.VerdictFail, "c": reports.VerdictFail}))
 	cur := writeRun(t, filepath.Join(dir, "new"), sampleRun(map[string]reports.Verdict{"a": reports.VerdictFail, "b": reports.VerdictPass, "c": reports.VerdictFail, "d": reports.VerdictFlaky}))
+	added := writeRun(t, filepath.Join(dir, "added"), sampleRun(map[string]reports.Verdict{"a": reports.VerdictPass, "b": reports.VerdictFail, "c": reports.VerdictFail, "e": reports.VerdictFail}))
+	fixed := writeRun(t, filepath.Join(dir, "fixed"), sampleRun(map[string]reports.Verdict{"a": reports.VerdictPass, "b": reports.VerdictPass, "c": reports.VerdictFail, "f": reports.VerdictPass}))
 
 	r := runCLI(t, "report", "diff", old, cur, "--format", "json")
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
-	}
+	require.Equal(t, ExitFailed, r.code, "a new failure exits 1: %s", r.stderr)
+	assert.Contains(t, r.stderr, "has 1 new failure")
 	var d reports.RunDiff
-	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &d))
 	names := func(vs []reports.VerdictChange) (out []string) {
 		for _, v := range vs {
 			out = append(out, v.Scenario)
 		}
 		return out
 	}
-	if strings.Join(names(d.NewFailures), ",") != "a" || strings.Join(names(d.Fixed), ",") != "b" || strings.Join(names(d.StillFailing), ",") != "c" {
-		t.Errorf("diff: new %v fixed %v still %v", names(d.NewFailures), names(d.Fixed), names(d.StillFailing))
-	}
-	if r := runCLI(t, "report", "diff", old, cur); r.code != 0 || !strings.Contains(r.stdout, "a") {
+	assert.Equal(t, []string{"a"}, names(d.NewFailures))
+	assert.Equal(t, []string{"b"}, names(d.Fixed))
+	assert.Equal(t, []string{"c"}, names(d.StillFailing))
+	if r := runCLI(t, "report", "diff", old, cur); r.code != ExitFailed || !strings.Contains(r.stdout, "## New failures (1)") {
 		t.Errorf("text diff: %d %q", r.code, r.stdout)
 	}
-	if r := runCLI(t, "report", "diff", old, cur, "--fail-on-regression"); r.code != ExitFailed {
-		t.Errorf("--fail-on-regression with a new failure: exit %d", r.code)
-	}
-	if r := runCLI(t, "report", "diff", old, old, "--fail-on-regression"); r.code != 0 {
-		t.Errorf("--fail-on-regression without regressions: exit %d", r.code)
+
+	// An added scenario that fails is a new failure.
+	r = runCLI(t, "--json", "report", "diff", old, added)
+	assert.Equal(t, ExitFailed, r.code)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &d))
+	assert.Equal(t, []string{"e"}, names(d.NewFailures))
+	// Fixes and passing additions exit 0; so does a run compared with itself.
+	for _, newer := range []string{fixed, old} {
+		if r := runCLI(t, "report", "diff", old, newer); r.code != 0 {
+			t.Errorf("diff %s: exit %d, want 0: %s", newer, r.code, r.stderr)
+		}
 	}
 	if r := runCLI(t, "report", "diff", old, cur, "--format", "pdf"); r.code != ExitUsage {
 		t.Errorf("bad format: exit %d", r.code)
 	}
+}
+
+// TestReportMerge: report merge writes every format of the merged run,
+// copies each shard's artifacts, exits with the merged run's code, and
+// refuses shards that do not make one run.
+func TestReportMerge(t *testing.T) {
+	dir := t.TempDir()
+	shard := func(i int, verdicts map[string]reports.Verdict) string {
+		run := sampleRun(verdicts)
+		run.RunID = fmt.Sprintf("run-%d", i)
+		run.Selection.ShardIndex, run.Selection.ShardCount = i, 2
+		sd := filepath.Join(dir, fmt.Sprintf("shard-%d", i))
+		for j := range run.Scenarios {
+			s := &run.Scenarios[j]
+			path := "artifacts/" + s.Name + "/attempt-1/runtime.log"
+			require.NoError(t, os.MkdirAll(filepath.Join(sd, filepath.Dir(path)), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(sd, path), []byte("log of "+s.Name), 0o644))
+			s.Artifacts = []reports.Artifact{{Path: path, Kind: reports.ArtifactLog, Size: int64(len("log of " + s.Name)), SHA256: strings.Repeat("0", 64)}}
+		}
+		return writeRun(t, sd, run)
+	}
+	s0 := shard(0, map[string]reports.Verdict{"a": reports.VerdictPass, "b": reports.VerdictFail})
+	s1 := shard(1, map[string]reports.Verdict{"c": reports.VerdictPass})
+	out := filepath.Join(dir, "merged")
+
+	r := runCLI(t, "report", "merge", out, s0, s1)
+	assert.Equal(t, reports.ExitFailures, r.code, "b failed: %s", r.stderr)
+	merged, err := reports.Load(filepath.Join(out, "results.json"))
+	require.NoError(t, err)
+	got := map[string]reports.Verdict{}
+	for _, s := range merged.Scenarios {
+		got[s.Name] = s.Verdict
+	}
+	assert.Equal(t, map[string]reports.Verdict{"a": reports.VerdictPass, "b": reports.VerdictFail, "c": reports.VerdictPass}, got)
+	for _, f := range reports.Formats() {
+		assert.FileExists(t, filepath.Join(out, f.FileName()))
+	}
+	b, err := os.ReadFile(filepath.Join(out, "artifacts/c/attempt-1/runtime.log"))
+	require.NoError(t, err, "shard 1's artifact copied")
+	assert.Equal(t, "log of c", string(b))
+	assert.Contains(t, r.stdout, "b")
+
+	r = runCLI(t, "--json", "report", "merge", filepath.Join(dir, "merged-json"), s0, s1)
+	var js struct {
+		RunID   string
+		Summary reports.Summary
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &js), r.stdout)
+	assert.Equal(t, "run-0+run-1", js.RunID)
+	assert.Equal(t, 3, js.Summary.Total)
+
+	// One shard of two is not a run.
+	r = runCLI(t, "report", "merge", filepath.Join(dir, "half"), s0)
+	assert.Equal(t, ExitUsage, r.code)
+	assert.Contains(t, r.stderr, "shard 1/2 missing")
+	r = runCLI(t, "report", "merge", out)
+	assert.Equal(t, ExitUsage, r.code)
+	assert.Contains(t, r.stderr, "takes OUT and at least one results.json")
 }
 
 func TestBridgeExitCodes(t *testing.T) {
@@ -275,7 +347,7 @@ func TestBridgeExitCodes(t *testing.T) {
 	}{
 		{[]string{"bridge", "--state", state, "--connect", addr}, 3, "agentlab bridge: not paired with tcp:" + addr},
 		{[]string{"bridge", "--state", state, "--connect", addr, "pair", "123456"}, 5, "agentlab bridge: the phone is not listening"},
-		{[]string{"bridge", "--state", state, "--connect", addr, "pair"}, 2, "takes 1 argument(s)"},
+		{[]string{"bridge", "--state", state, "--connect", addr, "pair"}, 2, "takes 1 argument,"},
 		{[]string{"bridge", "--state", state, "--connect", "nonsense", "pair", "1"}, 2, "want host:port or unix:<path>"},
 		{[]string{"bridge", "--state", state, "--connect", addr, "unpair", "-q"}, 0, ""},
 	}
@@ -304,10 +376,14 @@ func TestDevicesWithoutDevices(t *testing.T) {
 	}
 	var got []string
 	for _, row := range rows {
-		got = append(got, row.Source+"|"+row.Name+"|"+row.State)
+		state := row.State
+		if strings.HasPrefix(state, "unreachable: ") {
+			state = "unreachable: …"
+		}
+		got = append(got, row.Source+"|"+row.Name+"|"+state)
 	}
-	want := []string{"adb:" + dead + "||unreachable", "virtual|vdev-1|not created (agentlab run starts it)",
-		"virtual|vdev-2|not created (agentlab run starts it)", "avd|pixel|configured ×1 (agentlab run starts it)"}
+	want := []string{"adb:" + dead + "||unreachable: …", "virtual|vdev-1|not created (agentlab run starts it)",
+		"virtual|vdev-2|not created (agentlab run starts it)", "avd|pixel|configured ×1 (agentlab does not start emulators yet: start it and name its adb server)"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

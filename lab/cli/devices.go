@@ -2,24 +2,21 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
+	"github.com/agentoslab/agentlab/lab"
 	"github.com/agentoslab/agentlab/lab/runtimectl"
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newDevicesCmd) }
-
 // deviceRow is one line of `agentlab devices`.
 type deviceRow struct {
-	invDevice
+	*lab.Device
 	Model    string `json:"model,omitempty"`
 	API      int    `json:"apiLevel,omitempty"`
 	ABI      string `json:"abi,omitempty"`
@@ -33,20 +30,21 @@ type deviceRow struct {
 const probeTimeout = 10 * time.Second
 
 // probe fills in what the device says about itself and its runtime.
-func probe(ctx context.Context, d invDevice) deviceRow {
-	row := deviceRow{invDevice: d, Health: "-", Runtime: "-"}
-	if d.dev == nil || d.State != "device" && d.State != "running" {
+func probe(ctx context.Context, d *lab.Device) deviceRow {
+	row := deviceRow{Device: d, Health: "-", Runtime: "-"}
+	if !d.Usable() {
 		return row
 	}
+	dev := d.Handle()
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	info, err := d.dev.Info(ctx)
+	info, err := dev.Info(ctx)
 	if err != nil {
 		row.Health, row.ProbeErr = "unresponsive", err.Error()
 		return row
 	}
 	row.Model, row.API, row.ABI, row.Root = info.Model, info.APILevel, info.ABI, string(info.Root)
-	res, err := d.dev.Shell(ctx, "getprop sys.boot_completed")
+	res, err := dev.Shell(ctx, "getprop sys.boot_completed")
 	switch {
 	case err != nil:
 		row.Health, row.ProbeErr = "unresponsive", err.Error()
@@ -56,7 +54,7 @@ func probe(ctx context.Context, d invDevice) deviceRow {
 	default:
 		row.Health = "healthy"
 	}
-	st, err := runtimectl.New(d.dev, nil).Status(ctx)
+	st, err := runtimectl.New(dev, nil).Status(ctx)
 	switch {
 	case err == nil:
 		row.Runtime = "agentosd " + st.Version
@@ -79,12 +77,14 @@ func newDevicesCmd(a *app) *cobra.Command {
 		Use:   "devices",
 		Short: "List the devices lab.yaml names, with health, root method and runtime status",
 		Long: `List every device the configuration's sources provide: the devices of each adb
-server (filtered by include/exclude), the virtual devices on disk (running ones are
-probed through a private adb server), and the emulators the run would start.
+server (filtered by include/exclude; a server whose patterns admit none of its
+devices is listed with the serials it has), the virtual devices on disk (running
+ones are probed through a private adb server), and the emulators configured.
 
 For each device it shows the adb state, model, API level, ABI, root method, health
 (healthy: answers the shell and has booted) and the AgentOS runtime's status from
-"agentosd ctl status" (version, or not installed / not running).`,
+"agentosd ctl status" (version, or not installed / not running). --json prints the
+same rows as a list.`,
 		Example: `  agentlab devices
   agentlab devices --json
   agentlab --config nightly.yaml devices`,
@@ -95,48 +95,33 @@ For each device it shows the adb state, model, API level, ABI, root method, heal
 				return err
 			}
 			ctx := cmd.Context()
-			inv, closer, err := inventory(ctx, cfg, a.stderr)
-			defer closer.Close()
+			inv, err := lab.OpenInventory(ctx, cfg, a.labOptions())
 			if err != nil {
 				return err
 			}
-			rows := make([]deviceRow, len(inv))
+			defer inv.Close()
+			rows := make([]deviceRow, len(inv.Devices))
 			var wg sync.WaitGroup
-			for i, d := range inv {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					rows[i] = probe(ctx, d)
-				}()
+			for i, d := range inv.Devices {
+				wg.Go(func() { rows[i] = probe(ctx, d) })
 			}
 			wg.Wait()
 			if a.asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rows)
+				return writeJSON(a, rows)
 			}
 			if len(rows) == 0 {
-				fmt.Fprintf(a.stdout, "no devices (sources in %s)\n", cfg.Source)
-				return nil
+				_, err := fmt.Fprintf(a.stdout, "no devices (sources in %s)\n", cfg.Source)
+				return err
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "SOURCE\tSERIAL\tNAME\tSTATE\tMODEL\tAPI\tABI\tROOT\tHEALTH\tRUNTIME")
-			for _, r := range rows {
+			body := make([][]string, len(rows))
+			for i, r := range rows {
 				api := "-"
 				if r.API > 0 {
 					api = strconv.Itoa(r.API)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Source, dash(r.Serial), dash(r.Name), r.State,
-					dash(r.Model), api, dash(r.ABI), dash(r.Root), r.Health, r.Runtime)
+				body[i] = []string{r.Source, dash(r.Serial), dash(r.Name), r.State, dash(r.Model), api, dash(r.ABI), dash(r.Root), r.Health, r.Runtime}
 			}
-			return tw.Flush()
+			return printTable(a, []string{"source", "serial", "name", "state", "model", "api", "abi", "root", "health", "runtime"}, body)
 		},
 	}
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

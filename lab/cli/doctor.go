@@ -14,14 +14,12 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/agentoslab/agentlab/lab/config"
+	"github.com/agentoslab/agentlab/reports"
 	"github.com/spf13/cobra"
 )
-
-func init() { register(newDoctorCmd) }
 
 // minGo is the oldest Go that builds the project.
 const minGo = "1.26"
@@ -232,9 +230,8 @@ func firstLine(s string) string {
 
 // printChecks writes the doctor's table.
 func printChecks(w io.Writer, checks []check, source string) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "CHECK\tSTATUS\tFOUND\n")
-	for _, c := range checks {
+	rows := make([][]string, len(checks))
+	for i, c := range checks {
 		status := "ok"
 		switch {
 		case !c.OK && c.Required:
@@ -242,9 +239,9 @@ func printChecks(w io.Writer, checks []check, source string) {
 		case !c.OK:
 			status = "optional"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, status, c.Found)
+		rows[i] = []string{c.Name, status, c.Found}
 	}
-	tw.Flush()
+	reports.WriteTable(w, []string{"check", "status", "found"}, rows)
 	var fixes []check
 	for _, c := range checks {
 		if !c.OK {

@@ -103,12 +103,12 @@ func TestDoctorMissing(t *testing.T) {
 		t.Errorf("exit %d, want 1", r.code)
 	}
 	for _, want := range []string{
-		"adb          MISSING", "apt-get install -y adb",
-		"root         MISSING", "sudo -E agentlab",
-		"namespaces   MISSING", "docker run --privileged",
-		"busybox      optional", "apt-get install -y busybox-static",
-		"docker       optional", "engine not reachable",
-		"node         optional", "apt-get install -y nodejs npm",
+		"│ adb " + pad("adb") + "│ MISSING ", "apt-get install -y adb",
+		"│ root " + pad("root") + "│ MISSING ", "sudo -E agentlab",
+		"│ namespaces " + pad("namespaces") + "│ MISSING ", "docker run --privileged",
+		"│ busybox " + pad("busybox") + "│ optional ", "apt-get install -y busybox-static",
+		"│ docker " + pad("docker") + "│ optional ", "engine not reachable",
+		"│ node " + pad("node") + "│ optional ", "apt-get install -y nodejs npm",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)
@@ -171,3 +171,7 @@ func TestVersionAtLeast(t *testing.T) {
 		}
 	}
 }
+
+// pad fills a doctor table's first column to its width (android-sdk, the
+// longest check name).
+func pad(name string) string { return strings.Repeat(" ", len("android-sdk")-len(name)) }

@@ -3,10 +3,8 @@
 //
 // # Adding a command
 //
-// A subcommand lives in its own file of this package and registers a
-// constructor from an init function:
-//
-//	func init() { register(newRunCmd) }
+// A subcommand lives in its own file of this package as a constructor,
+// and newRoot lists it (nothing registers itself from init):
 //
 //	func newRunCmd(a *app) *cobra.Command {
 //		return &cobra.Command{
@@ -18,7 +16,8 @@
 //			RunE: func(cmd *cobra.Command, args []string) error {
 //				cfg, err := a.config() // lab.yaml (--config), with --out applied
 //				…
-//				return exitWith(reports.ExitCode(run), nil) // a specific exit code
+//				run, err := lab.Run(cmd.Context(), cfg, sel, a.labOptions())
+//				return exitWith(lab.ExitCode(run, err), err) // a specific exit code
 //			},
 //		}
 //	}
@@ -26,10 +25,14 @@
 // The app value carries the global flags (--config, --out, -v/--log-level,
 // --json), the loaded configuration, the logger and the standard streams
 // (a.stdout, a.stderr, a.stdin: use them, never os.Stdout, so tests can
-// capture output). A command returns an error: a *usageError (from
-// usagef or the Args helpers) exits 2 with a hint naming the help to
+// capture output). Commands that print data honour --json (a.asJSON)
+// and print tables with printTable, so every table looks alike. A command
+// returns an error: a *usageError (from usagef or the Args helpers) or a
+// lab.Error of kind lab.ErrConfig exits 2 with a hint naming the help to
 // read, an exitWith error exits with its code, anything else prints
-// "agentlab <command>: <error>" and exits 1. The root help is a golden
+// "agentlab <command>: <error>" and exits 1. The work itself is the lab
+// package's (lab.Run, lab.OpenInventory, lab.Build, lab.Provision): a
+// command parses flags, calls it and prints. The root help is a golden
 // file (testdata/help.golden): after changing a command's Short, run
 // go test ./lab/cli -run TestRootHelp -update.
 package cli
@@ -41,10 +44,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 
+	"github.com/agentoslab/agentlab/lab"
 	"github.com/agentoslab/agentlab/lab/config"
 	"github.com/spf13/cobra"
 )
@@ -88,19 +91,30 @@ type app struct {
 }
 
 // config loads the configuration once: --config, else ./lab.yaml, else the
-// embedded default; --out overrides its output directory.
+// embedded default; --out overrides its output directory. Every failure
+// is a configuration error (exit 2): a --config that does not exist as
+// much as one that does not validate.
 func (a *app) config() (*config.Config, error) {
 	a.once.Do(func() {
 		a.cfg, a.cfgErr = config.Load(a.configPath, &config.Options{LookupEnv: a.lookupEnv})
 		if a.cfgErr == nil && a.outDir != "" {
 			a.cfg.Output = a.outDir
 		}
-		if a.cfgErr != nil && errors.Is(a.cfgErr, config.ErrInvalid) {
-			// A configuration that does not validate is a usage error.
+		switch {
+		case a.cfgErr == nil:
+		case errors.Is(a.cfgErr, config.ErrInvalid):
 			a.cfgErr = &usageError{msg: "invalid configuration:\n" + a.cfgErr.Error(), hint: "agentlab --help"}
+		default:
+			a.cfgErr = &usageError{msg: "configuration: " + a.cfgErr.Error(), hint: "agentlab --help"}
 		}
 	})
 	return a.cfg, a.cfgErr
+}
+
+// labOptions are the lab's options for this invocation: version, the
+// environment, progress on stderr, the logger.
+func (a *app) labOptions() *lab.Options {
+	return &lab.Options{Version: Version(), LookupEnv: a.lookupEnv, Progress: a.stderr, Logger: a.logger()}
 }
 
 // logger is the logger the global flags ask for, writing to stderr.
@@ -118,18 +132,6 @@ func (a *app) logger() *slog.Logger {
 		a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
 	}
 	return a.log
-}
-
-var registry struct {
-	mu    sync.Mutex
-	ctors []func(*app) *cobra.Command
-}
-
-// register adds a subcommand constructor; call it from an init function.
-func register(ctor func(*app) *cobra.Command) {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	registry.ctors = append(registry.ctors, ctor)
 }
 
 // usageError is a command line that cannot run: exit 2, with a hint.
@@ -163,6 +165,14 @@ func (e *exitError) Unwrap() error { return e.err }
 // exitWith makes a command exit with code, printing err if it is not nil.
 func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
 
+// plural renders "1 argument", "2 arguments".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 // Argument checks that report usage errors.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
@@ -177,7 +187,7 @@ func noArgs(cmd *cobra.Command, args []string) error {
 func exactArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return usagef(cmd, "%s takes %d argument(s), got %d (usage: %s)", cmd.CommandPath(), n, len(args), cmd.UseLine())
+			return usagef(cmd, "%s takes %s, got %d (usage: %s)", cmd.CommandPath(), plural(n, "argument"), len(args), cmd.UseLine())
 		}
 		return nil
 	}
@@ -213,7 +223,12 @@ need Linux and root. Start with:
   agentlab doctor        check this machine and print the fix for anything missing
   agentlab run           build, provision and run the suite (exit codes: see run --help)
 
-Exit codes of every command but run: 0 ok, 1 failed, 2 usage or configuration error.`
+Commands that print data print JSON with --json; "agentlab completion bash|zsh|fish"
+prints a shell completion script.
+
+Exit codes of every command but run and report merge (which exit as a run does,
+see run --help): 0 ok, 1 failed, 2 usage or configuration error (a --config that
+does not exist included).`
 
 // newRoot builds the command tree for one invocation.
 func newRoot(a *app) *cobra.Command {
@@ -249,12 +264,19 @@ func newRoot(a *app) *cobra.Command {
 	pf.StringVar(&a.logLevel, "log-level", "", "log level: debug, info, warn (default) or error")
 	pf.BoolVar(&a.asJSON, "json", false, "print data as JSON where a command prints data")
 
-	registry.mu.Lock()
-	ctors := slices.Clone(registry.ctors)
-	registry.mu.Unlock()
-	for _, ctor := range ctors {
-		root.AddCommand(ctor(a))
-	}
+	root.AddCommand(
+		newBridgeCmd(a),
+		newBuildCmd(a),
+		newCompletionCmd(a),
+		newDevicesCmd(a),
+		newDoctorCmd(a),
+		newProvisionCmd(a),
+		newReportCmd(a),
+		newRunCmd(a),
+		newScenariosCmd(a),
+		newVdeviceCmd(a),
+		newVersionCmd(a),
+	)
 	guard(root)
 	return root
 }
@@ -305,7 +327,8 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 	return report(stdio.Stderr, cmd, err)
 }
 
-// report prints err for cmd and returns the exit code it means.
+// report prints err for cmd and returns the exit code it means: a usage
+// or configuration error 2, an exitWith error its code, anything else 1.
 func report(w io.Writer, cmd *cobra.Command, err error) int {
 	name := "agentlab"
 	if cmd != nil {
@@ -319,17 +342,30 @@ func report(w io.Writer, cmd *cobra.Command, err error) int {
 		}
 		return ExitUsage
 	}
+	code := ExitFailed
+	var le *lab.Error
+	if errors.As(err, &le) && errors.Is(le.Kind, lab.ErrConfig) {
+		code = ExitUsage
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintf(w, "%s: %v\n", name, ee.err)
+		if ee.err == nil {
+			return ee.code
 		}
-		return ee.code
+		code, err = ee.code, ee.err
 	}
-	if errors.Is(err, context.Canceled) {
+	switch {
+	case errors.Is(err, context.Canceled):
 		fmt.Fprintf(w, "%s: interrupted\n", name)
-		return ExitFailed
+	case errors.As(err, &le):
+		fmt.Fprintf(w, "%s: %v\n", name, le.Err)
+		if le.Hint != "" && errors.Is(le.Kind, lab.ErrConfig) {
+			fmt.Fprintf(w, "Run '%s' for usage.\n", le.Hint)
+		} else if le.Hint != "" {
+			fmt.Fprintf(w, "Try: %s\n", le.Hint)
+		}
+	default:
+		fmt.Fprintf(w, "%s: %v\n", name, err)
 	}
-	fmt.Fprintf(w, "%s: %v\n", name, err)
-	return ExitFailed
+	return code
 }

@@ -1,21 +1,19 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 
+	"github.com/agentoslab/agentlab/lab"
 	"github.com/agentoslab/agentlab/lab/config"
 	"github.com/agentoslab/agentlab/lab/runner"
 	"github.com/agentoslab/agentlab/lab/scenario"
 	"github.com/spf13/cobra"
 )
-
-func init() { register(newScenariosCmd) }
 
 func newScenariosCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
@@ -68,7 +66,7 @@ report. An invalid suite is reported as by "scenarios validate" (exit 2).`,
 				}
 				paths = cfg.Scenarios
 			}
-			suite, err := loadSuite(cmd, paths)
+			suite, err := lab.LoadSuite(paths)
 			if err != nil {
 				return err
 			}
@@ -84,32 +82,44 @@ report. An invalid suite is reported as by "scenarios validate" (exit 2).`,
 			}
 			rows := make([]scenarioRow, 0, len(run))
 			for _, s := range run {
-				r := scenarioRow{Name: s.Name, File: s.File, Description: strings.TrimSpace(s.Description), Tags: nonEmpty(s.Tags),
-					Upstream: s.Upstream, Devices: s.Roles(), Model: s.NeedsModel(), Apps: nonEmpty(s.Needs.Apps)}
-				r.Checks = countChecks(s)
-				rows = append(rows, r)
+				rows = append(rows, rowOf(s))
 			}
 			if a.asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rows)
+				return writeJSON(a, rows)
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tTAGS\tDEVICES\tMODEL\tCHECKS\tUPSTREAM")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.Name, dash(strings.Join(r.Tags, ",")), strings.Join(r.Devices, ","), r.Model, r.Checks, dash(r.Upstream))
-			}
-			if err := tw.Flush(); err != nil {
+			if err := printScenarios(a, rows); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "%d of %d scenarios\n", len(rows), len(suite))
+			fmt.Fprintf(a.stdout, "%d of %s\n", len(rows), plural(len(suite), "scenario"))
 			return nil
 		},
 	}
 	cmd.Flags().StringSliceVar(&tags, "tags", nil, "only scenarios with one of these tags")
 	cmd.Flags().StringSliceVar(&exclude, "exclude-tags", nil, "leave out scenarios with any of these tags")
 	cmd.Flags().StringVar(&expr, "expr", "", "a tag expression (nightly && !fault)")
+	completeTags(cmd, a, "tags", "exclude-tags")
 	return cmd
+}
+
+func rowOf(s *scenario.Scenario) scenarioRow {
+	return scenarioRow{Name: s.Name, File: s.File, Description: strings.TrimSpace(s.Description), Tags: nonEmpty(s.Tags),
+		Upstream: s.Upstream, Devices: s.Roles(), Model: s.NeedsModel(), Apps: nonEmpty(s.Needs.Apps), Checks: countChecks(s)}
+}
+
+// printScenarios prints rows as the scenarios table.
+func printScenarios(a *app, rows []scenarioRow) error {
+	body := make([][]string, len(rows))
+	for i, r := range rows {
+		body[i] = []string{r.Name, dash(strings.Join(r.Tags, ",")), strings.Join(r.Devices, ","), r.Model, strconv.Itoa(r.Checks), dash(r.Upstream)}
+	}
+	return printTable(a, []string{"name", "tags", "devices", "model", "checks", "upstream"}, body)
+}
+
+func nonEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 func countChecks(s *scenario.Scenario) int {
@@ -122,6 +132,13 @@ func countChecks(s *scenario.Scenario) int {
 	return n
 }
 
+// validation is what scenarios validate --json prints: how many
+// scenarios are valid and every problem as file:line:column: field: message.
+type validation struct {
+	Valid    int      `json:"valid"`
+	Problems []string `json:"problems"`
+}
+
 func newScenariosValidateCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate [FILES|DIRS]",
@@ -131,7 +148,8 @@ func newScenariosValidateCmd(a *app) *cobra.Command {
 validator: unknown or repeated keys, wrong types, steps with no or two kinds,
 references to steps that do not exist, bad JSON paths and regular expressions, model
 scripts that do not parse, scenario names used twice. Every problem is printed as
-file:line:column: field: message. Exit 0 when everything is valid, 2 otherwise.`,
+file:line:column: field: message (with --json: {valid, problems}). Exit 0 when
+everything is valid, 2 otherwise.`,
 		Example: `  agentlab scenarios validate
   agentlab scenarios validate scenarios/notes scenarios/sms/create.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -145,16 +163,30 @@ file:line:column: field: message. Exit 0 when everything is valid, 2 otherwise.`
 			}
 			suite, err := scenario.LoadAll(paths)
 			var se *scenario.Error
+			var problems []string
 			switch {
 			case errors.As(err, &se):
 				for _, p := range se.Problems {
-					fmt.Fprintln(a.stdout, p.String())
+					problems = append(problems, p.String())
 				}
-				return exitWith(ExitUsage, fmt.Errorf("%d problem(s); %d scenario(s) valid", len(se.Problems), len(suite)))
 			case err != nil:
 				return usagef(cmd, "%v", err)
 			}
-			fmt.Fprintf(a.stdout, "%d scenario(s) valid\n", len(suite))
+			if a.asJSON {
+				if err := writeJSON(a, validation{Valid: len(suite), Problems: nonEmpty(problems)}); err != nil {
+					return err
+				}
+			} else {
+				for _, p := range problems {
+					fmt.Fprintln(a.stdout, p)
+				}
+			}
+			if len(problems) > 0 {
+				return exitWith(ExitUsage, fmt.Errorf("%s; %s valid", plural(len(problems), "problem"), plural(len(suite), "scenario")))
+			}
+			if !a.asJSON {
+				fmt.Fprintf(a.stdout, "%s valid\n", plural(len(suite), "scenario"))
+			}
 			return nil
 		},
 	}

@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/agentoslab/agentlab/devices/virtual"
 	vcli "github.com/agentoslab/agentlab/devices/virtual/cli"
 	"github.com/spf13/cobra"
 )
-
-func init() { register(newVdeviceCmd) }
 
 // newVdeviceCmd mounts the devices layer's vdevice command tree, adding
 // the examples agentlab's help promises for every command.
@@ -33,6 +36,59 @@ agentlab run starts and stops its own virtual devices as lab.yaml says.`
 		if sub.Long == "" {
 			sub.Long = sub.Short + "."
 		}
+		if sub.Name() == "start" {
+			// With --json, the started device as vdevice list --json shows it.
+			start := sub.RunE
+			sub.RunE = func(cmd *cobra.Command, args []string) error {
+				if !a.asJSON {
+					return start(cmd, args)
+				}
+				var said strings.Builder
+				cmd.SetOut(&said)
+				if err := start(cmd, args); err != nil {
+					return err
+				}
+				name, _, _ := strings.Cut(said.String(), " ")
+				infos, err := virtual.List(cmd.Flag("state-dir").Value.String())
+				if err != nil {
+					return err
+				}
+				for _, in := range infos {
+					if in.Name == name {
+						return writeJSON(a, in)
+					}
+				}
+				return fmt.Errorf("started %s but vdevice list does not show it", name)
+			}
+		}
+		if sub.Name() == "list" {
+			// agentlab's look and its global --json.
+			sub.RunE = func(cmd *cobra.Command, args []string) error {
+				infos, err := virtual.List(cmd.Flag("state-dir").Value.String())
+				if err != nil {
+					return err
+				}
+				if asJSON, _ := cmd.Flags().GetBool("json"); asJSON || a.asJSON {
+					return writeJSON(a, nonNilInfos(infos))
+				}
+				rows := make([][]string, len(infos))
+				for i, in := range infos {
+					pid := "-"
+					if in.PID > 0 {
+						pid = strconv.Itoa(in.PID)
+					}
+					rows[i] = []string{in.Name, dash(in.Serial), in.State, pid}
+				}
+				return printTable(a, []string{"name", "serial", "state", "pid"}, rows)
+			}
+		}
 	}
 	return c
+}
+
+func nonNilInfos(infos []virtual.Info) []virtual.Info {
+	if infos == nil {
+		return []virtual.Info{}
+	}
+	return infos
 }

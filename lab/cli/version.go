@@ -42,8 +42,6 @@ func Version() string {
 	return "dev"
 }
 
-func init() { register(newVersionCmd) }
-
 func newVersionCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",

@@ -131,8 +131,8 @@ func (k *killer) serial() string {
 	return k.killed
 }
 
-// runLab runs agentlab with args in the source tree and returns its exit
-// code and output.
+// runLab runs agentlab with args in dir (the source tree, unless a test
+// runs it from elsewhere) and returns its exit code and output.
 func runLab(t *testing.T, bin, root string, timeout time.Duration, args ...string) (int, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -168,9 +168,10 @@ func scenarioOf(t *testing.T, r *reports.Run, name string) reports.Scenario {
 // suite and writes every report. The scenario that fails on purpose is a
 // product failure with its evidence; the device killed mid-scenario is a
 // lab fault whose attempt is re-queued on the other device, and so is the
-// attempt under which a device rebooted; the JUnit
-// report satisfies the XSD the reports package is tested against; report
-// diff compares it with a second real run.
+// attempt under which a device rebooted; junit.xml satisfies both stock
+// JUnit schemas (Jenkins xUnit, Ant); a second real run, by a copy of
+// agentlab outside the source tree that finds the first run's build next
+// to itself (a released agentlab), is compared with report diff.
 func TestEndToEnd(t *testing.T) {
 	bin, root := agentlab(t)
 	dir := t.TempDir()
@@ -266,23 +267,37 @@ func TestEndToEnd(t *testing.T) {
 		t.Error("report.html does not show the killed device")
 	}
 	if xmllint, err := exec.LookPath("xmllint"); err == nil {
-		cmd := exec.Command(xmllint, "--noout", "--schema", filepath.Join(root, "reports/testdata/junit.xsd"), filepath.Join(out, "junit.xml"))
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("junit.xml does not satisfy reports/testdata/junit.xsd: %v\n%s", err, b)
+		for _, schema := range []string{"junit-jenkins.xsd", "junit-ant.xsd"} {
+			cmd := exec.Command(xmllint, "--noout", "--schema", filepath.Join(root, "reports/testdata/schema", schema), filepath.Join(out, "junit.xml"))
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("junit.xml of a run with a failing scenario does not satisfy %s: %v\n%s", schema, err, b)
+			}
 		}
 	}
 
-	// A second real run of two scenarios, then report diff between the
-	// two runs.
+	// A second real run of two scenarios by agentlab released the way
+	// README says: its build (artifacts.json and the files it lists) with
+	// the binary beside it, run from outside the source tree. Then report
+	// diff between the two runs.
+	release := filepath.Join(dir, "release")
+	if err := os.Rename(filepath.Join(out, "build"), release); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(bin); err != nil || os.WriteFile(filepath.Join(release, "agentlab"), b, 0o755) != nil {
+		t.Fatalf("copy agentlab next to the build: %v", err)
+	}
 	out2 := filepath.Join(dir, "out2")
-	code, stdout, stderr = runLab(t, bin, root, 10*time.Minute, "run", "--config", cfg, "--out", out2,
+	code, stdout, stderr = runLab(t, filepath.Join(release, "agentlab"), t.TempDir(), 10*time.Minute, "run", "--config", cfg, "--out", out2,
 		"--scenario", "e2e/notes-crud", "--scenario", "e2e/fails-on-purpose")
+	if !strings.Contains(stderr, "using the prebuilt") {
+		t.Errorf("the released agentlab did not use the artifacts next to it:\n%s", tail(stderr, 3000))
+	}
 	if code != reports.ExitFailures {
 		t.Fatalf("second run: exit %d\n%s\n%s", code, stdout, tail(stderr, 6000))
 	}
 	code, stdout, stderr = runLab(t, bin, root, time.Minute, "report", "diff", filepath.Join(out, "results.json"), filepath.Join(out2, "results.json"), "--format", "json")
 	if code != 0 {
-		t.Fatalf("report diff: exit %d\n%s", code, stderr)
+		t.Fatalf("report diff: exit %d (no new failures: fails-on-purpose failed both times)\n%s", code, stderr)
 	}
 	var diff reports.RunDiff
 	if err := json.Unmarshal([]byte(stdout), &diff); err != nil {

@@ -377,6 +377,25 @@ func TestSelect(t *testing.T) {
 	if _, _, err := Select(suite, Selection{Names: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), "no scenario named nope") {
 		t.Errorf("unknown name: %v", err)
 	}
+	// --scenario takes globs: 'desktop/*' is the whole area.
+	areas := []*scenario.Scenario{
+		mustScenario(t, "name: desktop/pairing\nsteps: [{sleep: 1s}]\n"),
+		mustScenario(t, "name: desktop/smoke-echo\nsteps: [{sleep: 1s}]\n"),
+		mustScenario(t, "name: notes/revoke\nsteps: [{sleep: 1s}]\n"),
+	}
+	run, _, err = Select(areas, Selection{Names: []string{"desktop/*"}})
+	if err != nil || len(run) != 2 || run[0].Name != "desktop/pairing" || run[1].Name != "desktop/smoke-echo" {
+		t.Errorf("glob desktop/*: %v %v", run, err)
+	}
+	if _, _, err := Select(areas, Selection{Names: []string{"notes/create"}}); err == nil || !strings.Contains(err.Error(), "did you mean notes/revoke?") {
+		t.Errorf("a name that does not exist names its area's scenarios: %v", err)
+	}
+	if _, _, err := Select(areas, Selection{Names: []string{"sms/*"}}); err == nil || !strings.Contains(err.Error(), "no scenario named sms/*") {
+		t.Errorf("a glob that matches nothing: %v", err)
+	}
+	if _, _, err := Select(areas, Selection{Names: []string{"desktop/["}}); err == nil {
+		t.Error("a malformed glob is accepted")
+	}
 	// Shards partition the suite, stably: adding scenarios moves no one.
 	seen := map[string]int{}
 	for i := range 3 {
