@@ -30,7 +30,7 @@ func TestScenariosNew(t *testing.T) {
 
 		r = runCLI(t, "scenarios", "validate", dir)
 		assert.Equal(t, ExitOK, r.code, r.stdout+r.stderr)
-		assert.Contains(t, r.stdout, "1 scenario(s) valid")
+		assert.Contains(t, r.stdout, "1 scenario valid")
 
 		r = runCLI(t, "scenarios", "new", "--dir", dir, "notes/create-then-get")
 		assert.Equal(t, ExitUsage, r.code, "an existing scenario is never overwritten")
