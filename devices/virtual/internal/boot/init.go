@@ -18,6 +18,7 @@ import (
 	"github.com/agentoslab/agentlab/devices/internal/adbwire"
 	"github.com/agentoslab/agentlab/devices/virtual/internal/adbd"
 	"github.com/agentoslab/agentlab/devices/virtual/internal/modules"
+	"github.com/agentoslab/agentlab/devices/virtual/internal/paranoid"
 	"github.com/agentoslab/agentlab/devices/virtual/internal/proc"
 	"github.com/agentoslab/agentlab/devices/virtual/internal/props"
 	"github.com/agentoslab/agentlab/devices/virtual/internal/su"
@@ -162,18 +163,47 @@ func Main() int {
 	if err := loUp(); err != nil {
 		return fail(err)
 	}
+	// From here on socket(2) for AF_INET/AF_INET6 in the device follows
+	// Android's inet-group rule (package paranoid); init's own sockets
+	// pass as root.
+	paranoidNet := "1"
+	if enf, err := paranoid.Install(log); err != nil {
+		log.Warn("the device cannot enforce the inet group", "err", err)
+		paranoidNet = "0"
+	} else {
+		go enf.Serve()
+	}
 	if err := layout(); err != nil {
 		log.Warn("device layout", "err", err)
 	}
+	if err := androidFiles(&cfg); err != nil {
+		log.Warn("device files", "err", err)
+	}
 	d := &device{cfg: &cfg, log: log, reaper: proc.NewReaper(true), power: make(chan string, 1)}
 	d.store = props.NewStore(persistFile, d.onProp)
+	// Persistent properties of the configuration are applied after the
+	// saved ones are loaded: the configuration wins (the lab sets the
+	// device's zone), and setting them before would rewrite the saved
+	// file with only them.
 	for k, v := range cfg.Props {
+		if strings.HasPrefix(k, "persist.") {
+			continue
+		}
 		if err := d.store.Reset(k, v); err != nil {
 			log.Warn("bad property", "name", k, "err", err)
 		}
 	}
+	d.store.Reset(ParanoidNetworkProp, paranoidNet)
 	if err := d.store.LoadPersistent(); err != nil {
 		log.Warn("persistent properties", "err", err)
+	}
+	for k, v := range cfg.Props {
+		if !strings.HasPrefix(k, "persist.") {
+			continue
+		}
+		if err := d.store.Reset(k, v); err != nil {
+			log.Warn("bad property", "name", k, "err", err)
+		}
 	}
 	propSrv, err := props.Serve(d.store, log)
 	if err != nil {
