@@ -77,7 +77,9 @@ func arch() (uint32, error) {
 // program is the filter: socket(AF_INET|AF_INET6, …) of the native ABI
 // notifies, everything else is allowed.
 func program(archID uint32) []unix.SockFilter {
-	ld := func(k uint32) unix.SockFilter { return unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: k} }
+	ld := func(k uint32) unix.SockFilter {
+		return unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: k}
+	}
 	jeq := func(k uint32, jt, jf uint8) unix.SockFilter {
 		return unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: k, Jt: jt, Jf: jf}
 	}
