@@ -71,6 +71,20 @@ func Env(uid int, term string) []string {
 	return env
 }
 
+// ServiceEnv is the environment of what init starts itself (the module
+// scripts, and so the services they start): Android init's exported
+// variables, without the adb shell's TMPDIR — a service started from
+// service.sh on a phone has none.
+func ServiceEnv() []string {
+	var env []string
+	for _, kv := range Env(0, "") {
+		if !strings.HasPrefix(kv, "TMPDIR=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "ANDROID_TZDATA_ROOT=/apex/com.android.tzdata")
+}
+
 type device struct {
 	cfg     *Config
 	log     *slog.Logger
@@ -407,5 +421,5 @@ func (d *device) moduleManager(boot bool) *modules.Manager {
 		logf = nil
 	}
 	return &modules.Manager{Base: "/data/adb", Method: d.cfg.RootMethod, Reaper: d.reaper, Shell: shell,
-		Env: Env(0, ""), API: d.cfg.SDK, ABI: d.cfg.ABI, Log: d.log, ScriptLog: logf}
+		Env: ServiceEnv(), API: d.cfg.SDK, ABI: d.cfg.ABI, Log: d.log, ScriptLog: logf}
 }
