@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/supervise/logfile"
 )
 
@@ -281,7 +282,10 @@ func (s *Supervisor) startRuntime(safe bool) (*runtimeProc, error) {
 	cmd.Dir = s.paths.RuntimeData()
 	cmd.Stdout, cmd.Stderr = wr, wr
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Credential: &syscall.Credential{Uid: uint32(s.o.RuntimeUID), Gid: uint32(s.o.RuntimeGID), Groups: []uint32{}},
+		// inet: the runtime reaches model providers and session MCP
+		// servers; on Android a non-root process opens AF_INET sockets
+		// only with it.
+		Credential: &syscall.Credential{Uid: uint32(s.o.RuntimeUID), Gid: uint32(s.o.RuntimeGID), Groups: []uint32{apps.InetGID}},
 		Setpgid:    true,
 		// The runtime shuts down with its supervisor rather than run on
 		// unguarded and block the next supervisor's runtime.

@@ -55,7 +55,10 @@ func fakeRuntime(plan, record string) int {
 		if err != nil {
 			return false
 		}
-		fmt.Fprintf(f, "start uid=%d safe=%s root=%s wd=%s step=%s\n", os.Getuid(), os.Getenv("AGENTOS_SAFE_MODE"), os.Getenv("AGENTOS_ROOT"), wd, step)
+		groups, _ := os.Getgroups()
+		tmpdir, hasTmp := os.LookupEnv("TMPDIR")
+		fmt.Fprintf(f, "start uid=%d groups=%v tmpdir=%v%s safe=%s root=%s wd=%s step=%s\n", os.Getuid(), groups, hasTmp, tmpdir,
+			os.Getenv("AGENTOS_SAFE_MODE"), os.Getenv("AGENTOS_ROOT"), wd, step)
 		f.Close()
 		return true
 	}
@@ -253,7 +256,9 @@ func TestRuntimeRunsAsItsUID(t *testing.T) {
 	}
 	starts := h.awaitStarts(1)
 	p := h.sup.Paths()
-	want := fmt.Sprintf("start uid=%d safe= root=%s wd=%s step=run", testRuntimeUID, h.root, p.RuntimeData())
+	// The runtime has the inet group (Android's network permission) and,
+	// as from service.sh, no TMPDIR (runtime/platform makes one).
+	want := fmt.Sprintf("start uid=%d groups=[3003] tmpdir=false safe= root=%s wd=%s step=run", testRuntimeUID, h.root, p.RuntimeData())
 	if len(starts) != 1 || starts[0] != want {
 		t.Fatalf("starts %q, want %q", starts, want)
 	}

@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/agentoslab/agentlab/runtime/engine"
+	"github.com/agentoslab/agentlab/runtime/platform"
 )
 
 // version is stamped at build time (-X main.version=...).
@@ -27,6 +28,8 @@ var version = "dev"
 var testTools engine.Tools
 
 func main() {
+	// Android's DNS, zone and temp folder before anything uses them.
+	platform.Setup(nil)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	err := Run(ctx, os.Args[1:])
 	stop()

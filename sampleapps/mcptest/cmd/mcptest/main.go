@@ -16,11 +16,13 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/agentoslab/agentlab/runtime/platform"
 	"github.com/agentoslab/agentlab/runtime/sdk/plugin"
 	"github.com/agentoslab/agentlab/sampleapps/mcptest"
 )
 
 func main() {
+	platform.Setup(nil)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:])
 	stop()
