@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -161,7 +162,7 @@ func runSuite(cmd *cobra.Command, a *app, f *runFlags) error {
 	if (f.repeat > 0 || f.untilFail) && len(run) != 1 {
 		return usagef(cmd, "--repeat and --until-fail reproduce one scenario; the selection has %d (use --scenario NAME)", len(run))
 	}
-	l := &labRun{a: a, cfg: cfg, f: f, sel: sel, started: time.Now(), runID: newRunID()}
+	l := &labRun{a: a, cfg: cfg, f: f, sel: sel, started: time.Now(), runID: newRunID(), published: map[string]bool{}}
 	return l.main(cmd.Context(), run, filtered)
 }
 
@@ -181,20 +182,23 @@ type labRun struct {
 	runID   string
 	out     string
 
-	stub     *modelstub.Stub
-	adbSrvs  []*adbserver.Server
-	sources  []pool.Source
-	servers  []serverRef
-	handles  map[string]devices.Device
-	infos    map[string]devices.Info
-	serials  []string
-	vdevs    []*virtual.Device
-	pool     *pool.Pool
-	devs     map[string]*reports.Device
-	order    []string
-	tokens   map[string]string
-	kinds    map[string]reports.DeviceKind
-	provided []string
+	stub    *modelstub.Stub
+	adbSrvs []*adbserver.Server
+	sources []pool.Source
+	servers []serverRef
+	handles map[string]devices.Device
+	infos   map[string]devices.Info
+	serials []string
+	vdevs   []*virtual.Device
+	// published are the serials of the virtual devices whose netd answers
+	// labHosts: their runtime reaches the stub by name.
+	published map[string]bool
+	pool      *pool.Pool
+	devs      map[string]*reports.Device
+	order     []string
+	tokens    map[string]string
+	kinds     map[string]reports.DeviceKind
+	provided  []string
 
 	mu      sync.Mutex
 	secrets []reports.Secret
@@ -352,8 +356,13 @@ func (s admitted) Devices(ctx context.Context) ([]pool.Found, error) {
 	return out, err
 }
 
+// labHosts are the names the lab publishes in its virtual devices' netd:
+// the model stub, so that the runtime reaches it by name through the
+// device's DNS, as it reaches a live provider.
+var labHosts = map[string][]netip.Addr{modelstub.DeviceHost: {netip.MustParseAddr("127.0.0.1")}}
+
 // startVirtual starts (or adopts running) virtual devices vdev-1 … and
-// connects them to srv.
+// connects them to srv; their netd publishes labHosts.
 func (l *labRun) startVirtual(ctx context.Context, v *config.Virtual, srv *adb.Server) error {
 	dir := l.cfg.VirtualStateDir()
 	running := map[string]virtual.Info{}
@@ -374,11 +383,13 @@ func (l *labRun) startVirtual(ctx context.Context, v *config.Virtual, srv *adb.S
 	for i := range v.Count {
 		name := "vdev-" + strconv.Itoa(i+1)
 		if in, ok := running[name]; ok {
-			results[i] = started{name: name, serial: in.Serial}
+			// A kept device: its netd's table gets the lab's names now.
+			results[i] = started{name: name, serial: in.Serial, err: virtual.SetHosts(dir, name, labHosts)}
 			continue
 		}
 		wg.Go(func() {
-			o := &virtual.Options{Name: name, StateDir: dir, SDK: v.SDK, RootMethod: v.RootMethod, Logger: l.a.logger()}
+			o := &virtual.Options{Name: name, StateDir: dir, SDK: v.SDK, RootMethod: v.RootMethod, Logger: l.a.logger(),
+				TimeZone: v.TimeZone, Hosts: labHosts}
 			if l.f.keepDevices {
 				in, err := virtual.StartDetached(ctx, o)
 				if err != nil {
@@ -411,6 +422,7 @@ func (l *labRun) startVirtual(ctx context.Context, v *config.Virtual, srv *adb.S
 			continue
 		}
 		l.deviceRecord(r.serial).Name = r.name
+		l.published[r.serial] = true
 	}
 	if len(errs) == len(results) && len(errs) > 0 {
 		return errors.Join(errs...)
@@ -507,6 +519,9 @@ func (l *labRun) provision(ctx context.Context, arts *build.Artifacts) error {
 		if l.stub != nil {
 			l.stub.Bind(token, nil)
 			o.Model.Stub = &provision.StubModel{Port: l.stub.Port(), Token: token}
+			if l.published[serial] {
+				o.Model.Stub.Host = modelstub.DeviceHost
+			}
 		} else {
 			o.Model.Live = live
 		}

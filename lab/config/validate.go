@@ -15,6 +15,7 @@ import (
 const (
 	DefaultSDK              = 35
 	DefaultRootMethod       = "magisk"
+	DefaultTimeZone         = "Asia/Shanghai"
 	DefaultScenarioTimeout  = 5 * time.Minute
 	DefaultProvisionTimeout = 3 * time.Minute
 	DefaultHealthTimeout    = 30 * time.Second
@@ -50,6 +51,9 @@ func (c *Config) fill() {
 		}
 		if v.RootMethod == "" {
 			v.RootMethod = DefaultRootMethod
+		}
+		if v.TimeZone == "" {
+			v.TimeZone = DefaultTimeZone
 		}
 	}
 	for _, e := range c.Devices.Emulators {
@@ -146,6 +150,9 @@ func (c *Config) validate(p *parser) {
 		}
 		if !oneOf(v.RootMethod, RootMethods) {
 			bad("devices.virtual.rootMethod", "must be one of %s, got %q", strings.Join(RootMethods, ", "), v.RootMethod)
+		}
+		if !validZone(v.TimeZone) {
+			bad("devices.virtual.timezone", "must be an IANA time zone (Asia/Shanghai, Europe/Berlin, UTC), got %q", v.TimeZone)
 		}
 	}
 	for i, e := range d.Emulators {
@@ -342,4 +349,13 @@ func (c *Config) nearestLine(path string) int {
 		path = path[:i]
 	}
 	return 0
+}
+
+// validZone reports whether z names an IANA zone.
+func validZone(z string) bool {
+	if z == "" || z == "Local" {
+		return false
+	}
+	_, err := time.LoadLocation(z)
+	return err == nil
 }

@@ -15,5 +15,7 @@
 // The table is a hosts-format file (address, then names) read at every
 // query, so a running device's table can be changed by rewriting it.
 // Names in the table are answered from it alone (like /system/etc/hosts
-// in netd's resolver); other names go to the host.
+// in netd's resolver); names under the special-use TLDs .test, .example,
+// .invalid and .localhost that it lacks do not exist; other names go to
+// the host.
 package netd

@@ -257,10 +257,29 @@ func (s *Server) answer(cmd string) []byte {
 	return textReply(codeSyntaxError, "Command not recognized")
 }
 
-// lookup answers from the table, then the host.
+// reservedTLDs are the special-use names (RFC 2606, RFC 6761) no public
+// resolver answers: the table alone answers them, so a scenario's
+// made-up names never wait on the host's DNS.
+var reservedTLDs = []string{"test", "example", "invalid", "localhost"}
+
+func reserved(host string) bool {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	for _, tld := range reservedTLDs {
+		if h == tld || strings.HasSuffix(h, "."+tld) {
+			return true
+		}
+	}
+	return false
+}
+
+// lookup answers from the table, then (for other than reserved names)
+// the host.
 func (s *Server) lookup(host string) ([]netip.Addr, int32) {
 	if addrs := tableLookup(s.o.Table, host); len(addrs) > 0 {
 		return addrs, 0
+	}
+	if reserved(host) {
+		return nil, eaiNoData
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
 	defer cancel()

@@ -57,7 +57,7 @@ func TestClientAgainstVirtualNetd(t *testing.T) {
 	hostAsked := map[string]int{}
 	_, path := start(t, map[string][]netip.Addr{labName: {loop4}}, func(_ context.Context, host string) ([]netip.Addr, error) {
 		hostAsked[host]++
-		if host == "mirror.example" {
+		if host == "mirror.example.com" {
 			return []netip.Addr{pub6, pub4}, nil
 		}
 		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
@@ -71,7 +71,7 @@ func TestClientAgainstVirtualNetd(t *testing.T) {
 	}{
 		{"table", labName, []netip.Addr{loop4}},
 		{"table ignores case and the root dot", "Model.AgentLab.Test.", []netip.Addr{loop4}},
-		{"host resolver, order kept", "mirror.example", []netip.Addr{pub6, pub4}},
+		{"host resolver, order kept", "mirror.example.com", []netip.Addr{pub6, pub4}},
 		{"literal", "198.51.100.1", []netip.Addr{netip.MustParseAddr("198.51.100.1")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,6 +83,7 @@ func TestClientAgainstVirtualNetd(t *testing.T) {
 	assert.Zero(t, hostAsked[labName], "a table name never reaches the host's resolver")
 
 	_, err := c.LookupNetIP(ctx, "nowhere.example")
+	assert.Zero(t, hostAsked["nowhere.example"], "a special-use name never reaches the host's resolver")
 	var pe *dnsproxyd.Error
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, dnsproxyd.EAINoData, pe.EAI)
@@ -177,7 +178,7 @@ func TestLongSocketPath(t *testing.T) {
 	require.NoError(t, err)
 	defer d.Close()
 	short := "/proc/self/fd/" + strconv.Itoa(int(d.Fd())) + "/dnsproxyd"
-	got, err := (&dnsproxyd.Client{Path: short}).LookupNetIP(context.Background(), "x.test")
+	got, err := (&dnsproxyd.Client{Path: short}).LookupNetIP(context.Background(), "x.example.org")
 	require.NoError(t, err)
 	assert.Equal(t, []netip.Addr{pub4}, got)
 }
