@@ -66,6 +66,9 @@ func (p *Platform) LookupNetIP(ctx context.Context, network, host string) ([]net
 	if err != nil {
 		return nil, err
 	}
+	for i, a := range addrs {
+		addrs[i] = a.Unmap() // Go's resolver maps IPv4 answers into IPv6
+	}
 	if addrs = filterFamily(network, addrs); len(addrs) == 0 {
 		return nil, &net.DNSError{Err: "no " + network + " address", Name: host, IsNotFound: true}
 	}

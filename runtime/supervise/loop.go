@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/supervise/logfile"
 )
 
@@ -282,10 +281,7 @@ func (s *Supervisor) startRuntime(safe bool) (*runtimeProc, error) {
 	cmd.Dir = s.paths.RuntimeData()
 	cmd.Stdout, cmd.Stderr = wr, wr
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		// inet: the runtime reaches model providers and session MCP
-		// servers; on Android a non-root process opens AF_INET sockets
-		// only with it.
-		Credential: &syscall.Credential{Uid: uint32(s.o.RuntimeUID), Gid: uint32(s.o.RuntimeGID), Groups: []uint32{apps.InetGID}},
+		Credential: &syscall.Credential{Uid: uint32(s.o.RuntimeUID), Gid: uint32(s.o.RuntimeGID), Groups: RuntimeGroups()},
 		Setpgid:    true,
 		// The runtime shuts down with its supervisor rather than run on
 		// unguarded and block the next supervisor's runtime.

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -602,5 +603,32 @@ func TestHeartbeatReading(t *testing.T) {
 		if (err == nil) != tt.ok || (tt.ok && hb.Tasks != tt.tasks) {
 			t.Errorf("%s: %+v %v", tt.name, hb, err)
 		}
+	}
+}
+
+// RuntimeIdentity is the running runtime's credentials, read from the
+// kernel, or the defaults when none runs: the doctor's DNS and HTTPS
+// checks run as it.
+func TestRuntimeIdentity(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: starts a process under another uid")
+	}
+	root := t.TempDir()
+	def := RuntimeIdentity(root)
+	if def.Uid != DefaultRuntimeUID || def.Gid != DefaultRuntimeUID || !slices.Equal(def.Groups, []uint32{3003}) {
+		t.Fatalf("default identity %+v", def)
+	}
+	cmd := exec.Command("/bin/sleep", "30")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 19998, Gid: 19997, Groups: []uint32{3003, 1015}}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	if err := writeAtomic(Paths{Root: root}.Status(), Status{State: StateOK, RuntimePID: cmd.Process.Pid}.Marshal(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := RuntimeIdentity(root)
+	if got.Uid != 19998 || got.Gid != 19997 || !slices.Equal(got.Groups, []uint32{1015, 3003}) {
+		t.Fatalf("identity of the running runtime %+v", got)
 	}
 }

@@ -52,6 +52,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit code %d", int(e)) }
 // commands are the subcommands, by name.
 var commands = map[string]func(ctx context.Context, args []string) error{
 	"ctl":       ctlCmd,
+	"platform":  platformCmd,
 	"serve":     serveCmd,
 	"stdio":     stdioCmd,
 	"supervise": superviseCmd,
@@ -81,6 +82,7 @@ var summaries = map[string]string{
 	"supervise": "the root supervisor that starts and guards serve",
 	"ctl":       "the owner's control commands (agentosd ctl --help)",
 	"app":       "make and check signed app bundles (keygen|pack|sign|verify)",
+	"platform":  "what the binary finds on this system: Android, zone, DNS, temp folder (--lookup H, --fetch URL, --as-runtime)",
 	"module":    "pack the Magisk/KernelSU module",
 	"version":   "print the version",
 }
