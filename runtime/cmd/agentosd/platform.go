@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -35,13 +36,15 @@ func platformCmd(ctx context.Context, args []string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("platform --as-runtime: must run as root")
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
+	// The copy the supervisor runs the runtime from: the module's own is
+	// under /data/adb, which only root may enter.
+	paths := supervise.Paths{Root: *root}
+	self := paths.Agentosd()
+	if _, err := os.Stat(self); err != nil {
+		return fmt.Errorf("platform --as-runtime: %w (has the supervisor started the runtime once?)", err)
 	}
 	cmd := exec.CommandContext(ctx, self, "platform", "--lookup", *lookup, "--fetch", *fetch)
 	// The environment the supervisor gives the runtime (no TMPDIR).
-	paths := supervise.Paths{Root: *root}
 	cmd.Env = []string{"PATH=/system/bin:/system/xbin:/vendor/bin:/usr/local/bin:/usr/bin:/bin",
 		"HOME=" + paths.RuntimeData(), "AGENTOS_ROOT=" + *root}
 	for _, kv := range os.Environ() {
