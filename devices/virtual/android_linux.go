@@ -77,6 +77,10 @@ func writeHosts(root string, hosts map[string][]netip.Addr) error {
 	return os.Rename(tmp, path)
 }
 
+// ErrNoNetd: a running device has no netd stand-in (an older build
+// started it), so names cannot be published in it.
+var ErrNoNetd = errors.New("virtual device has no netd")
+
 // SetHosts replaces the names the device's netd answers itself (see
 // Options.Hosts); a running device answers from them at its next query.
 func SetHosts(stateDir, name string, hosts map[string][]netip.Addr) error {
@@ -94,6 +98,11 @@ func SetHosts(stateDir, name string, hosts map[string][]netip.Addr) error {
 	root := filepath.Join(stateDir, name)
 	if _, err := os.Stat(root); err != nil {
 		return fmt.Errorf("virtual device %s: %w", name, ErrNotFound)
+	}
+	if running(root) {
+		if fi, err := os.Stat(netdSocket(root)); err != nil || fi.Mode()&os.ModeSocket == 0 {
+			return fmt.Errorf("virtual device %s has no netd (started by an older agentlab: stop and start it again): %w", name, ErrNoNetd)
+		}
 	}
 	return writeHosts(root, hosts)
 }

@@ -175,3 +175,20 @@ func tzVersion(t *testing.T) string {
 	first, _, _ := strings.Cut(string(b), "\n")
 	return strings.TrimPrefix(first, "# version ")
 }
+
+// A running device without netd (one an older build started) cannot get
+// the lab's names, and says so: the lab then gives its runtime the stub's
+// address instead of a name it could not resolve.
+func TestSetHostsNeedsNetd(t *testing.T) {
+	t.Parallel()
+	d := startDevice(t, nil)
+	stateDir := filepath.Dir(d.Root())
+	require.NoError(t, virtual.SetHosts(stateDir, d.Name(), map[string][]netip.Addr{"a.test": {netip.MustParseAddr("127.0.0.1")}}))
+	require.NoError(t, os.Remove(filepath.Join(d.Root(), "netd", "dnsproxyd")))
+	err := virtual.SetHosts(stateDir, d.Name(), nil)
+	require.ErrorIs(t, err, virtual.ErrNoNetd)
+	require.ErrorContains(t, err, "stop and start it again")
+	_, err = virtual.Hosts(stateDir, d.Name())
+	require.NoError(t, err)
+	require.ErrorIs(t, virtual.SetHosts(stateDir, "no-such-device", nil), virtual.ErrNotFound)
+}

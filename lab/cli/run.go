@@ -376,6 +376,7 @@ func (l *labRun) startVirtual(ctx context.Context, v *config.Virtual, srv *adb.S
 	type started struct {
 		name, serial string
 		err          error
+		unpublished  error // the lab's names could not be published (an older device)
 	}
 	results := make([]started, v.Count)
 	var wg sync.WaitGroup
@@ -384,7 +385,7 @@ func (l *labRun) startVirtual(ctx context.Context, v *config.Virtual, srv *adb.S
 		name := "vdev-" + strconv.Itoa(i+1)
 		if in, ok := running[name]; ok {
 			// A kept device: its netd's table gets the lab's names now.
-			results[i] = started{name: name, serial: in.Serial, err: virtual.SetHosts(dir, name, labHosts)}
+			results[i] = started{name: name, serial: in.Serial, unpublished: virtual.SetHosts(dir, name, labHosts)}
 			continue
 		}
 		wg.Go(func() {
@@ -422,6 +423,11 @@ func (l *labRun) startVirtual(ctx context.Context, v *config.Virtual, srv *adb.S
 			continue
 		}
 		l.deviceRecord(r.serial).Name = r.name
+		if r.unpublished != nil {
+			// Its runtime is given the stub's address instead.
+			l.logf("virtual device %s: %v", r.name, r.unpublished)
+			continue
+		}
 		l.published[r.serial] = true
 	}
 	if len(errs) == len(results) && len(errs) > 0 {
