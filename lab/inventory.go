@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/agentoslab/agentlab/devices/pool"
 	"github.com/agentoslab/agentlab/devices/virtual"
 	"github.com/agentoslab/agentlab/lab/config"
+	"github.com/agentoslab/agentlab/lab/modelstub"
 	"github.com/agentoslab/agentlab/reports"
 )
 
@@ -44,7 +46,15 @@ type Device struct {
 	token  string          // the model-stub token its runtime was given
 	record *reports.Device // the report's record, from the probe on
 	ready  bool            // provisioned
+	// published: a virtual device whose netd answers labHosts, so its
+	// runtime reaches the stub by name.
+	published bool
 }
+
+// labHosts are the names the lab publishes in its virtual devices' netd:
+// the model stub, so that the runtime reaches it by name through the
+// device's DNS, as it reaches a live provider.
+var labHosts = map[string][]netip.Addr{modelstub.DeviceHost: {netip.MustParseAddr("127.0.0.1")}}
 
 // Handle is the device's handle, nil when it cannot be used.
 func (d *Device) Handle() devices.Device { return d.dev }
@@ -207,12 +217,23 @@ func (inv *Inventory) addVirtual(ctx context.Context, cfg *config.Config, v *con
 		devs[i] = d
 		switch {
 		case known && in.State == "running":
+			if o.start {
+				// A kept device: its netd's table gets the lab's names now;
+				// an older device that cannot is given the stub's address.
+				if err := virtual.SetHosts(dir, name, labHosts); err != nil {
+					o.logger.Info("virtual device: lab names not published", "device", name, "err", err)
+				} else {
+					d.published = true
+				}
+			}
 		case !o.start && known:
 		case !o.start:
 			d.State = "not created (agentlab run starts it)"
 		default:
 			wg.Go(func() {
-				vo := &virtual.Options{Name: name, StateDir: dir, SDK: v.SDK, RootMethod: v.RootMethod, Logger: o.logger}
+				vo := &virtual.Options{Name: name, StateDir: dir, SDK: v.SDK, RootMethod: v.RootMethod, Logger: o.logger,
+					TimeZone: v.TimeZone, Hosts: labHosts}
+				d.published = true
 				if o.keep {
 					info, err := virtual.StartDetached(ctx, vo)
 					if err != nil {

@@ -93,6 +93,9 @@ func (p *provisioning) options(d *Device) *provision.Options {
 		}
 		p.stub.Bind(d.token, nil)
 		o.Model.Stub = &provision.StubModel{Port: p.stub.Port(), Token: d.token}
+		if d.published {
+			o.Model.Stub.Host = modelstub.DeviceHost
+		}
 	} else {
 		o.Model.Live = p.live
 	}

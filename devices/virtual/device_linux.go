@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/devices/virtual/internal/boot"
+	"github.com/agentoslab/agentlab/devices/virtual/internal/netd"
 	"github.com/agentoslab/agentlab/devices/virtual/internal/tools"
 	"golang.org/x/sys/unix"
 )
@@ -66,8 +67,9 @@ type Device struct {
 	port       int
 	log        *slog.Logger
 
-	lnFile *os.File // the adb listener, inherited by every boot's init
-	lock   *os.File // flock held while the device runs
+	lnFile *os.File     // the adb listener, inherited by every boot's init
+	netd   *netd.Server // the device's dnsproxyd, served from the host side
+	lock   *os.File     // flock held while the device runs
 	done   chan struct{}
 	exited chan struct{} // the supervisor has returned
 
@@ -161,6 +163,9 @@ func Start(ctx context.Context, opts *Options) (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start virtual device %s: %w", name, err)
 	}
+	if err := d.android(&o); err != nil {
+		return nil, fmt.Errorf("start virtual device %s: %w", name, err)
+	}
 	// os.Executable may fail or name a file already replaced; installTool
 	// then copies the running binary.
 	exe, _ := os.Executable()
@@ -168,7 +173,8 @@ func Start(ctx context.Context, opts *Options) (*Device, error) {
 		return nil, fmt.Errorf("start virtual device %s: %w", name, err)
 	}
 	cfg := boot.Config{Name: name, HostRoot: d.root, RootMethod: o.RootMethod, SDK: o.SDK,
-		ABI: o.ABI, Props: o.properties(name), Debug: os.Getenv("AGENTLAB_VDEVICE_DEBUG") != ""}
+		ABI: o.ABI, Props: o.properties(name), Debug: os.Getenv("AGENTLAB_VDEVICE_DEBUG") != "",
+		Netd: netdSocket(d.root), Hide: hiddenHostDirs()}
 	b, _ := json.MarshalIndent(&cfg, "", "  ")
 	if err := os.WriteFile(filepath.Join(d.root, boot.ConfigFile), b, 0o600); err != nil {
 		return nil, fmt.Errorf("start virtual device %s: %w", name, err)
@@ -379,6 +385,9 @@ func (d *Device) writeRun() {
 func (d *Device) release() {
 	if d.lnFile != nil {
 		d.lnFile.Close()
+	}
+	if d.netd != nil {
+		d.netd.Close()
 	}
 	os.Remove(filepath.Join(d.root, runFile))
 	if d.lock != nil {

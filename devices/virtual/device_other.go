@@ -5,6 +5,7 @@ package virtual
 import (
 	"context"
 	"fmt"
+	"net/netip"
 )
 
 // Init returns at once: there are no virtual devices off Linux.
@@ -36,3 +37,9 @@ func Reset(ctx context.Context, stateDir, name string) error { return errNotLinu
 
 // List finds nothing: virtual devices need Linux.
 func List(stateDir string) ([]Info, error) { return nil, nil }
+
+// SetHosts fails: virtual devices need Linux.
+func SetHosts(stateDir, name string, hosts map[string][]netip.Addr) error { return errNotLinux }
+
+// Hosts fails: virtual devices need Linux.
+func Hosts(stateDir, name string) (map[string][]netip.Addr, error) { return nil, errNotLinux }

@@ -21,6 +21,10 @@ import (
 func TestMain(m *testing.M) {
 	// The test binary is also every device's init and in-device tools.
 	virtual.Init()
+	if probe := os.Getenv(envProbe); probe != "" {
+		// A copy of this binary pushed into a device (android_test.go).
+		os.Exit(runProbe(probe, os.Args[1:]))
+	}
 	os.Exit(m.Run())
 }
 

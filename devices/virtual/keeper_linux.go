@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -30,9 +31,10 @@ const (
 
 // keeperOptions is the JSON form of Options handed to a keeper.
 type keeperOptions struct {
-	Name, StateDir, ABI, RootMethod string
-	Port, SDK                       int
-	Props                           map[string]string
+	Name, StateDir, ABI, RootMethod, TimeZone string
+	Port, SDK                                 int
+	Props                                     map[string]string
+	Hosts                                     map[string][]netip.Addr
 }
 
 // StartDetached starts a device owned by a new detached keeper process,
@@ -61,7 +63,7 @@ func startDetached(ctx context.Context, exe string, opts *Options) (*Info, error
 		return nil, err
 	}
 	ko, _ := json.Marshal(keeperOptions{Name: o.Name, StateDir: o.StateDir, ABI: o.ABI, RootMethod: o.RootMethod,
-		Port: o.Port, SDK: o.SDK, Props: o.Props})
+		Port: o.Port, SDK: o.SDK, Props: o.Props, TimeZone: o.TimeZone, Hosts: o.Hosts})
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("start keeper: %w", err)
@@ -116,7 +118,7 @@ func runKeeper() int {
 	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	ctx, cancel := context.WithTimeout(context.Background(), bootLimit)
 	d, err := Start(ctx, &Options{Name: ko.Name, StateDir: ko.StateDir, Port: ko.Port, SDK: ko.SDK, ABI: ko.ABI,
-		RootMethod: ko.RootMethod, Props: ko.Props})
+		RootMethod: ko.RootMethod, Props: ko.Props, TimeZone: ko.TimeZone, Hosts: ko.Hosts})
 	cancel()
 	if err != nil {
 		fmt.Fprintf(report, "error: %v\n", err)
@@ -135,14 +137,16 @@ func runKeeper() int {
 }
 
 // StopDetached stops a device owned by a keeper and waits until it is
-// down. A device owned by another kind of process (a test, agentlab run)
-// is not touched: it is stopped by its owner.
+// down. name is the device's name or the serial StartDetached printed
+// (127.0.0.1:PORT). A device owned by another kind of process (a test,
+// agentlab run) is not touched: it is stopped by its owner.
 func StopDetached(ctx context.Context, stateDir, name string) error {
 	if stateDir == "" {
 		stateDir = DefaultStateDir()
 	}
-	if !nameRE.MatchString(name) {
-		return fmt.Errorf("stop virtual device %q: bad name", name)
+	name, err := Resolve(stateDir, name)
+	if err != nil {
+		return fmt.Errorf("stop virtual device: %w", err)
 	}
 	root := filepath.Join(stateDir, name)
 	if _, err := os.Stat(root); err != nil {

@@ -4,12 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
+	"time"
 )
+
+// DefaultTimeZone is a device's zone unless told otherwise: not UTC, so
+// that a binary that ignores the device's zone is caught.
+const DefaultTimeZone = "Asia/Shanghai"
 
 // Root methods.
 const (
@@ -37,6 +44,13 @@ type Options struct {
 	RootMethod string
 	// Props are extra or overriding properties.
 	Props map[string]string
+	// TimeZone is the device's zone, persist.sys.timezone (an IANA name);
+	// default DefaultTimeZone. It is set at every boot.
+	TimeZone string
+	// Hosts are the names the device's netd answers itself, before the
+	// host's resolver (the lab publishes its model stub this way); nil
+	// is none. SetHosts changes them on a running device.
+	Hosts map[string][]netip.Addr
 	// Logger receives lifecycle events; nil discards them.
 	Logger *slog.Logger
 }
@@ -65,7 +79,10 @@ var (
 	ErrNotFound = errors.New("no such virtual device")
 )
 
-var nameRE = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
+var (
+	nameRE     = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
+	hostNameRE = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
+)
 
 // DefaultStateDir returns the default parent of device roots.
 func DefaultStateDir() string {
@@ -137,6 +154,17 @@ func (o *Options) normalize() error {
 	default:
 		return fmt.Errorf("virtual device root method %q: want magisk, kernelsu, adb-root or none", o.RootMethod)
 	}
+	if o.TimeZone == "" {
+		o.TimeZone = DefaultTimeZone
+	}
+	if _, err := time.LoadLocation(o.TimeZone); err != nil || o.TimeZone == "Local" {
+		return fmt.Errorf("virtual device time zone %q: not an IANA zone name", o.TimeZone)
+	}
+	for name, addrs := range o.Hosts {
+		if !hostNameRE.MatchString(name) || len(addrs) == 0 {
+			return fmt.Errorf("virtual device host %q: want a host name with at least one address", name)
+		}
+	}
 	if o.Port < 0 || o.Port > 65535 {
 		return fmt.Errorf("virtual device port %d: out of range", o.Port)
 	}
@@ -175,9 +203,36 @@ func (o *Options) properties(name string) map[string]string {
 		"ro.vdevice.name":          name,
 		"ro.vdevice.root_method":   o.RootMethod,
 		"service.adb.root":         "0",
+		"persist.sys.timezone":     o.TimeZone,
 	}
 	for k, v := range o.Props {
 		p[k] = v
 	}
 	return p
+}
+
+// Resolve turns a device's name or its serial ("127.0.0.1:PORT", as
+// vdevice start prints it) into its name under stateDir ("" = the
+// default). A serial names a running device only.
+func Resolve(stateDir, nameOrSerial string) (string, error) {
+	if nameRE.MatchString(nameOrSerial) {
+		return nameOrSerial, nil
+	}
+	host, port, ok := strings.Cut(nameOrSerial, ":")
+	if !ok || (host != "127.0.0.1" && host != "localhost") {
+		return "", fmt.Errorf("%q: want a device name ([a-z0-9-]{1,32}) or its serial 127.0.0.1:PORT", nameOrSerial)
+	}
+	if _, err := strconv.Atoi(port); err != nil {
+		return "", fmt.Errorf("%q: want a device name ([a-z0-9-]{1,32}) or its serial 127.0.0.1:PORT", nameOrSerial)
+	}
+	infos, err := List(stateDir)
+	if err != nil {
+		return "", err
+	}
+	for _, in := range infos {
+		if in.State == "running" && in.Serial == "127.0.0.1:"+port {
+			return in.Name, nil
+		}
+	}
+	return "", fmt.Errorf("no running virtual device has serial %s: %w", nameOrSerial, ErrNotFound)
 }

@@ -228,8 +228,9 @@ func firstLine(s string) string {
 	return strings.TrimSpace(s)
 }
 
-// printChecks writes the doctor's table.
-func printChecks(w io.Writer, checks []check, source string) {
+// printChecks writes the doctor's table; subject is what the checks are
+// for ("the run in lab.yaml", "AgentOS on R5CT30").
+func printChecks(w io.Writer, checks []check, subject string) {
 	rows := make([][]string, len(checks))
 	for i, c := range checks {
 		status := "ok"
@@ -249,10 +250,10 @@ func printChecks(w io.Writer, checks []check, source string) {
 		}
 	}
 	if len(fixes) == 0 {
-		fmt.Fprintf(w, "\nEverything the run in %s needs is here.\n", source)
+		fmt.Fprintf(w, "\nEverything %s needs is here.\n", subject)
 		return
 	}
-	fmt.Fprintf(w, "\nTo fix (for the run in %s):\n", source)
+	fmt.Fprintf(w, "\nTo fix (for %s):\n", subject)
 	for _, c := range fixes {
 		kind := "optional"
 		if c.Required {
@@ -263,7 +264,8 @@ func printChecks(w io.Writer, checks []check, source string) {
 }
 
 func newDoctorCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var serial, probeURL string
+	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check this machine for what the lab needs, with the command that fixes each gap",
 		Long: `Check this machine for what the configured run needs: Go (to build the runtime and
@@ -275,17 +277,36 @@ For everything missing, doctor prints the one command that fixes it. What is
 required depends on lab.yaml: root and namespaces only when it starts virtual
 devices, Docker only for container emulators, the SDK only for AVDs.
 
+With --device SERIAL it checks one phone, emulator or virtual device instead: the
+root manager and its version, SELinux, the API level, free space on /data, the
+AgentOS module and its supervisor, and, as the runtime's uid, its network
+permission (the inet group), DNS (through netd) and HTTPS (--probe-url; not on a
+virtual device, whose network is loopback only), and the time zone it runs in.
+
 Exits 1 when something required is missing, 0 otherwise.`,
 		Example: `  agentlab doctor
   agentlab doctor --config nightly.yaml
-  agentlab doctor --json | jq '.[] | select(.ok | not)'`,
+  agentlab doctor --json | jq '.[] | select(.ok | not)'
+  agentlab doctor --device R5CT30XXXXX
+  agentlab doctor --device 127.0.0.1:37513 --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := a.config()
 			if err != nil {
 				return err
 			}
-			checks := diagnose(cmd.Context(), a.doctorEnv(), cfg)
+			var checks []check
+			subject := "the run in " + cfg.Source
+			if serial != "" {
+				dev, done, err := findDevice(cmd.Context(), a, cfg, serial)
+				defer done()
+				if err != nil {
+					return exitWith(ExitFailed, err)
+				}
+				checks, subject = diagnoseDevice(cmd.Context(), dev, probeURL, publishedNames(cfg, serial)), "AgentOS on "+serial
+			} else {
+				checks = diagnose(cmd.Context(), a.doctorEnv(), cfg)
+			}
 			if a.asJSON {
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
@@ -293,7 +314,7 @@ Exits 1 when something required is missing, 0 otherwise.`,
 					return err
 				}
 			} else {
-				printChecks(a.stdout, checks, cfg.Source)
+				printChecks(a.stdout, checks, subject)
 			}
 			var missing []string
 			for _, c := range checks {
@@ -307,6 +328,9 @@ Exits 1 when something required is missing, 0 otherwise.`,
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&serial, "device", "", "check this device (serial, or a virtual device's name) instead of this machine")
+	cmd.Flags().StringVar(&probeURL, "probe-url", defaultProbeURL, "with --device: the URL the runtime's uid fetches over HTTPS (a live model's base URL, say)")
+	return cmd
 }
 
 // doctorEnv is the host's, unless a test set one.

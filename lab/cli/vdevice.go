@@ -25,7 +25,7 @@ agentlab run starts and stops its own virtual devices as lab.yaml says.`
   agentlab vdevice stop dev1`
 	examples := map[string]string{
 		"start": "  agentlab vdevice start\n  agentlab vdevice start --name ksu1 --root-method kernelsu --sdk 36",
-		"stop":  "  agentlab vdevice stop vdev-1",
+		"stop":  "  agentlab vdevice stop vdev-1\n  agentlab vdevice stop 127.0.0.1:37513   # the serial start printed",
 		"list":  "  agentlab vdevice list\n  agentlab vdevice list --json",
 		"reset": "  agentlab vdevice reset vdev-1   # wipes the stopped device's /data",
 	}

@@ -115,6 +115,10 @@ type Virtual struct {
 	// StateDir is the parent of the device roots; default
 	// <stateDir>/vdevices.
 	StateDir string `yaml:"stateDir" json:"stateDir,omitempty"`
+	// TimeZone is the devices' zone (persist.sys.timezone, an IANA name,
+	// set at every boot); default Asia/Shanghai, a zone that is not UTC,
+	// so that a binary ignoring the device's zone is caught.
+	TimeZone string `yaml:"timezone" json:"timezone,omitempty"`
 }
 
 // Emulator is one emulator source: exactly one of AVD and Container.

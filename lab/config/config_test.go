@@ -127,7 +127,7 @@ func TestSectionsReplaceDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *v.Devices.Virtual != (Virtual{Count: 3, SDK: 35, RootMethod: "magisk"}) {
+	if *v.Devices.Virtual != (Virtual{Count: 3, SDK: 35, RootMethod: "magisk", TimeZone: "Asia/Shanghai"}) {
 		t.Errorf("virtual = %+v", *v.Devices.Virtual)
 	}
 }
@@ -151,6 +151,7 @@ func TestBadFields(t *testing.T) {
 		{"count huge", "devices:\n  virtual:\n    count: 1000\n", `lab.yaml:3:5: devices.virtual.count: must be between 0 and 64`},
 		{"sdk", "devices:\n  virtual:\n    count: 1\n    sdk: 7\n", `lab.yaml:4:5: devices.virtual.sdk: must be an API level between 21 and 99, got 7`},
 		{"root method", "devices:\n  virtual:\n    count: 1\n    rootMethod: supersu\n", `lab.yaml:4:5: devices.virtual.rootMethod: must be one of magisk, kernelsu, adb-root, none, got "supersu"`},
+		{"time zone", "devices:\n  virtual:\n    count: 1\n    timezone: Mars/Olympus\n", `lab.yaml:4:5: devices.virtual.timezone: must be an IANA time zone (Asia/Shanghai, Europe/Berlin, UTC), got "Mars/Olympus"`},
 		{"no source", "devices:\n  virtual:\n    count: 0\n", `lab.yaml:1:1: devices: no device source`},
 		{"adb server missing", "devices:\n  adb:\n    - include: [x]\n", `lab.yaml:3:7: devices.adb[0]: server is required`},
 		{"adb server bad", "devices:\n  adb:\n    - server: localhost\n", `lab.yaml:3:7: devices.adb[0].server: want host:port, got "localhost"`},

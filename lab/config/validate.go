@@ -16,6 +16,7 @@ import (
 const (
 	DefaultSDK              = 35
 	DefaultRootMethod       = "magisk"
+	DefaultTimeZone         = "Asia/Shanghai"
 	DefaultScenarioTimeout  = 5 * time.Minute
 	DefaultProvisionTimeout = 3 * time.Minute
 	DefaultHealthTimeout    = 30 * time.Second
@@ -51,6 +52,9 @@ func (c *Config) fill() {
 		}
 		if v.RootMethod == "" {
 			v.RootMethod = DefaultRootMethod
+		}
+		if v.TimeZone == "" {
+			v.TimeZone = DefaultTimeZone
 		}
 	}
 	for _, e := range c.Devices.Emulators {
@@ -147,6 +151,9 @@ func (c *Config) validate(dec *strictyaml.Decoder) {
 		}
 		if !oneOf(v.RootMethod, RootMethods) {
 			bad("devices.virtual.rootMethod", "must be one of %s, got %q", strings.Join(RootMethods, ", "), v.RootMethod)
+		}
+		if !validZone(v.TimeZone) {
+			bad("devices.virtual.timezone", "must be an IANA time zone (Asia/Shanghai, Europe/Berlin, UTC), got %q", v.TimeZone)
 		}
 	}
 	for i, e := range d.Emulators {
@@ -326,4 +333,13 @@ func checkHostPort(s string) error {
 		return fmt.Errorf("port must be 1-65535, got %q", port)
 	}
 	return nil
+}
+
+// validZone reports whether z names an IANA zone.
+func validZone(z string) bool {
+	if z == "" || z == "Local" {
+		return false
+	}
+	_, err := time.LoadLocation(z)
+	return err == nil
 }

@@ -11,7 +11,10 @@
 //	http://127.0.0.1:<device port>/t/<token>/v1
 //
 // where the device port reaches the stub through `adb reverse tcp:<device
-// port> tcp:<stub port>` (DeviceBaseURL). Requests under /t/<token>/ are
+// port> tcp:<stub port>` (DeviceBaseURL). On devices whose resolver the lab
+// controls (virtual devices: their netd answers from the lab's table) the
+// host is DeviceHost instead of the address, so every request of the run
+// goes through the device's DNS as a live provider's would. Requests under /t/<token>/ are
 // answered from the token's script: Chat Completions at
 // …/chat/completions, Messages at …/messages (with or without a further
 // /v1, as the Anthropic SDK appends one), the model list at …/models.
@@ -196,11 +199,20 @@ func (s *Stub) BaseURL(token string) string { return s.URL() + "/t/" + token + "
 // (the Anthropic SDK appends /v1/messages).
 func (s *Stub) AnthropicBaseURL(token string) string { return s.URL() + "/t/" + token }
 
+// DeviceHost is the name the lab publishes its stub under on devices
+// whose resolver it controls; it resolves to the device's loopback, where
+// adb reverse listens.
+const DeviceHost = "model.agentlab.test"
+
 // DeviceBaseURL is the base URL a device's runtime uses for token when
-// `adb reverse tcp:<devicePort> tcp:<stub port>` is in place. Both
-// OpenAI-compatible and Anthropic clients may use it.
-func DeviceBaseURL(devicePort int, token string) string {
-	return "http://127.0.0.1:" + strconv.Itoa(devicePort) + "/t/" + token + "/v1"
+// `adb reverse tcp:<devicePort> tcp:<stub port>` is in place: host is
+// DeviceHost on a device that resolves it, "" for the loopback address.
+// Both OpenAI-compatible and Anthropic clients may use it.
+func DeviceBaseURL(host string, devicePort int, token string) string {
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return "http://" + host + ":" + strconv.Itoa(devicePort) + "/t/" + token + "/v1"
 }
 
 // NewToken returns a fresh random token.

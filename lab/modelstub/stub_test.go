@@ -568,7 +568,10 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 }
 
 func TestDeviceBaseURL(t *testing.T) {
-	if got := DeviceBaseURL(18787, "abc"); got != "http://127.0.0.1:18787/t/abc/v1" {
+	if got := DeviceBaseURL("", 18787, "abc"); got != "http://127.0.0.1:18787/t/abc/v1" {
 		t.Errorf("DeviceBaseURL = %s", got)
+	}
+	if got := DeviceBaseURL(DeviceHost, 18787, "abc"); got != "http://model.agentlab.test:18787/t/abc/v1" {
+		t.Errorf("DeviceBaseURL by name = %s", got)
 	}
 }

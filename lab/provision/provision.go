@@ -19,7 +19,8 @@
 //	         skipped when installed with the same content and signer; a
 //	         refused downgrade is uninstalled and installed again
 //	model    the stub (adb reverse tcp:P tcp:P to the lab's stub, base URL
-//	         http://127.0.0.1:P/t/<token>/v1, its fake key) or a live provider;
+//	         http://127.0.0.1:P/t/<token>/v1 — or model.agentlab.test:P where
+//	         the device resolves that name — its fake key) or a live provider;
 //	         the key always through ctl's stdin, never a command line
 //	plugins  the plugins of the installed apps (or those asked for) enabled
 //	desktop  desktop access turned on, when asked
@@ -94,6 +95,10 @@ type StubModel struct {
 	Port int
 	// Token selects the script the stub answers with (modelstub.Bind).
 	Token string
+	// Host names the stub in the runtime's base URL: modelstub.DeviceHost
+	// on a device whose resolver answers it (the lab's virtual devices),
+	// "" for 127.0.0.1.
+	Host string
 }
 
 // LiveModel points the runtime at a live provider.
@@ -569,7 +574,7 @@ func (p *provisioner) model(ctx context.Context) (bool, string, error) {
 		if _, err := p.dev.Reverse(ctx, spec, spec); err != nil {
 			return false, "", fmt.Errorf("adb reverse %s %s: %w", spec, spec, err)
 		}
-		cfg = runtimectl.ModelConfig{Provider: "openai", BaseURL: modelstub.DeviceBaseURL(s.Port, s.Token), Model: StubModelID}
+		cfg = runtimectl.ModelConfig{Provider: "openai", BaseURL: modelstub.DeviceBaseURL(s.Host, s.Port, s.Token), Model: StubModelID}
 		key = modelstub.FakeKey
 	case p.o.Model.Live != nil:
 		l := p.o.Model.Live

@@ -44,7 +44,7 @@ func TestProvisionVirtualDevice(t *testing.T) {
 			t.Errorf("first run: step %s did not change anything: %+v", name, s)
 		}
 	}
-	if res.RuntimeVersion != arts.Version || res.ModelBaseURL != modelstub.DeviceBaseURL(stub.Port(), token) {
+	if res.RuntimeVersion != arts.Version || res.ModelBaseURL != modelstub.DeviceBaseURL("", stub.Port(), token) {
 		t.Errorf("result %+v", res)
 	}
 	if len(rec.lines) != 2*len(res.Steps) || rec.lines[0] != "begin probe" {
@@ -73,7 +73,7 @@ func TestProvisionVirtualDevice(t *testing.T) {
 		}
 	}
 	m, err := ctl.ModelShow(ctx)
-	if err != nil || m.BaseURL != modelstub.DeviceBaseURL(stub.Port(), token) || !m.KeySet || m.Provider != "openai" {
+	if err != nil || m.BaseURL != modelstub.DeviceBaseURL("", stub.Port(), token) || !m.KeySet || m.Provider != "openai" {
 		t.Errorf("model: %+v %v", m, err)
 	}
 	plugins, err := ctl.PluginsList(ctx)

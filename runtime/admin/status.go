@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"github.com/agentoslab/agentlab/runtime/platform"
 )
 
 // Tasks reports the engine's running and queued tasks and whether it is
@@ -82,6 +84,13 @@ func status(ctx context.Context, c *Call) (any, error) {
 		"startedAt": s.started.UnixMilli(),
 		"uptimeMs":  now.Sub(s.started).Milliseconds(),
 		"safeMode":  false,
+		// What the runtime found on this system: Android or not, its zone,
+		// temp folder and resolver (runtime/platform).
+		"platform": platform.Current().Info(),
+	}
+	// The supplementary groups the supervisor gave (inet: the network).
+	if groups, err := os.Getgroups(); err == nil {
+		out["groups"] = groups
 	}
 	if tasks, err := Use[Tasks](c); err == nil && tasks != nil {
 		running, queued, safe := tasks()
@@ -132,7 +141,7 @@ func printStatus(w io.Writer, raw json.RawMessage) error {
 	}
 	for _, name := range sortedKeys(st) {
 		switch name {
-		case "version", "pid", "uid", "startedAt", "uptimeMs", "safeMode", "tasks":
+		case "version", "pid", "uid", "startedAt", "uptimeMs", "safeMode", "tasks", "groups":
 			continue
 		}
 		fmt.Fprintf(w, "%-11s %s\n", name, sectionText(st[name]))

@@ -24,7 +24,8 @@ import (
 //	  "services": [{"name": "org.agentos.sample.notes.NotesMcpService", "kind": "mcp", "server": "notes"}],
 //	  "caller": true,
 //	  "sharedUserId": "org.agentos.shared",
-//	  "commands": ["dump", "reset", "seed", "tool"]
+//	  "commands": ["dump", "reset", "seed", "tool"],
+//	  "permissions": ["network"]
 //	}
 //
 // package, label, versionCode and binary are required. Keys are
@@ -55,7 +56,29 @@ type App struct {
 	// Commands are the one-shot debug commands `agentosd ctl app run`
 	// may start (the first argument must be one of them).
 	Commands []string `json:"commands,omitempty"`
+	// Permissions are what the app asks of the system, like Android's
+	// uses-permission: PermissionNetwork is the only one. Without it the
+	// launcher starts the app without the inet group, and a device that
+	// enforces it (Android's paranoid network) refuses the app's sockets.
+	Permissions []string `json:"permissions,omitempty"`
 }
+
+// Permissions an app may declare.
+const (
+	// PermissionNetwork: the app opens network sockets (Android's
+	// INTERNET permission); its processes get the inet group.
+	PermissionNetwork = "network"
+)
+
+// knownPermissions lists every permission app.json may declare.
+var knownPermissions = []string{PermissionNetwork}
+
+// InetGID is Android's inet group (AID_INET): on Android a process opens
+// AF_INET and AF_INET6 sockets only with it (or as root).
+const InetGID = 3003
+
+// UsesNetwork reports whether the app declares network use.
+func (a *App) UsesNetwork() bool { return slices.Contains(a.Permissions, PermissionNetwork) }
 
 // Service is one MCP server or ACI service of an app.
 type Service struct {
@@ -141,7 +164,7 @@ func ParseApp(data []byte) (*App, error) {
 		return nil, err
 	}
 	top, _ := members(data)
-	if err := onlyKeys(top, "", "package", "label", "versionCode", "versionName", "binary", "services", "caller", "sharedUserId", "commands"); err != nil {
+	if err := onlyKeys(top, "", "package", "label", "versionCode", "versionName", "binary", "services", "caller", "sharedUserId", "commands", "permissions"); err != nil {
 		return nil, err
 	}
 	var a App
@@ -200,8 +223,16 @@ func ParseApp(data []byte) (*App, error) {
 			return nil, &AppError{Field: "commands", Reason: "must be an array of strings"}
 		}
 	}
+	if raw, ok := get("permissions"); ok {
+		if json.Unmarshal(raw, &a.Permissions) != nil || a.Permissions == nil {
+			return nil, &AppError{Field: "permissions", Reason: "must be an array of strings"}
+		}
+	}
 	if err := a.Validate(); err != nil {
 		return nil, err
+	}
+	if len(a.Permissions) == 0 {
+		a.Permissions = nil
 	}
 	// An empty list means the same as an absent one.
 	if len(a.Services) == 0 {
@@ -268,6 +299,17 @@ func (a *App) Validate() error {
 			return &AppError{Field: f, Reason: fmt.Sprintf("command %q listed twice", c)}
 		}
 		seen[c] = true
+	}
+	perms := map[string]bool{}
+	for i, perm := range a.Permissions {
+		f := fmt.Sprintf("permissions[%d]", i)
+		switch {
+		case !slices.Contains(knownPermissions, perm):
+			return &AppError{Field: f, Reason: fmt.Sprintf("%q is not a permission (known: %s)", clipText(perm), strings.Join(knownPermissions, ", "))}
+		case perms[perm]:
+			return &AppError{Field: f, Reason: fmt.Sprintf("permission %q listed twice", perm)}
+		}
+		perms[perm] = true
 	}
 	return nil
 }

@@ -23,8 +23,17 @@ func TestParseAppValid(t *testing.T) {
 		t.Fatalf("got %+v\nwant %+v", a, want)
 	}
 	min, err := ParseApp([]byte(`{"package":"a.b","label":"备忘录","versionCode":0,"binary":"b"}`))
-	if err != nil || min.Services != nil || min.Caller || min.SharedUserID != "" {
+	if err != nil || min.Services != nil || min.Caller || min.SharedUserID != "" || min.UsesNetwork() {
 		t.Fatalf("minimal app: %+v %v", min, err)
+	}
+	// The network permission (the inet group for the app's processes).
+	net, err := ParseApp([]byte(`{"package":"a.b","label":"x","versionCode":0,"binary":"b","permissions":["network"]}`))
+	if err != nil || !net.UsesNetwork() || !reflect.DeepEqual(net.Permissions, []string{PermissionNetwork}) {
+		t.Fatalf("network app: %+v %v", net, err)
+	}
+	none, err := ParseApp([]byte(`{"package":"a.b","label":"x","versionCode":0,"binary":"b","permissions":[]}`))
+	if err != nil || none.Permissions != nil || none.UsesNetwork() {
+		t.Fatalf("empty permissions: %+v %v", none, err)
 	}
 }
 
@@ -115,6 +124,9 @@ func TestParseAppRejects(t *testing.T) {
 		{"bad command", with("commands", []any{"Dump"}), "commands[0]"},
 		{"duplicate command", with("commands", []any{"dump", "dump"}), "commands[1]"},
 		{"commands not strings", with("commands", []any{1}), "commands"},
+		{"unknown permission", with("permissions", []any{"camera"}), "permissions[0]"},
+		{"permission listed twice", with("permissions", []any{"network", "network"}), "permissions[1]"},
+		{"permissions not strings", with("permissions", map[string]any{"network": true}), "permissions"},
 		{"too large", `{"label":"` + strings.Repeat("x", MaxAppJSONBytes) + `"}`, ""},
 		{"too deep", `{"services":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`, ""},
 		{"not utf-8", "{\"label\":\"\xff\"}", ""},
@@ -142,6 +154,7 @@ func FuzzParseApp(f *testing.F) {
 	f.Add([]byte(`{"package":"a.b","package":"a.b"}`))
 	f.Add([]byte(`{"services":[{"name":"a","kind":"mcp","server":"s"}],"commands":["x"]}`))
 	f.Add([]byte(`[[[[{}]]]]`))
+	f.Add([]byte(`{"package":"a.b","label":"x","versionCode":0,"binary":"b","permissions":["network"]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, err := ParseApp(data)
 		if err != nil {

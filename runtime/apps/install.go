@@ -364,7 +364,7 @@ func (in *Installer) install(ctx context.Context, b *Bundle) (*InstallResult, er
 			Name: app.Package, UID: uid, SigningDigest: m.SigningDigest,
 			VersionCode: app.VersionCode, VersionName: app.VersionName, Label: app.Label,
 			Services: slices.Clone(app.Services), Caller: app.Caller, SharedUserID: app.SharedUserID,
-			Binary: app.Binary, Commands: slices.Clone(app.Commands), ABI: in.opts.ABI,
+			Binary: app.Binary, Commands: slices.Clone(app.Commands), Permissions: slices.Clone(app.Permissions), ABI: in.opts.ABI,
 			CodeDir: newCode, DataDir: dataDir, ContentDigest: m.ContentDigest,
 			InstalledAt: now, UpdatedAt: now,
 		}

@@ -34,6 +34,8 @@ type Package struct {
 	SharedUserID string    `json:"sharedUserId,omitempty"`
 	Binary       string    `json:"binary"`
 	Commands     []string  `json:"commands,omitempty"`
+	// Permissions are app.json's (PermissionNetwork).
+	Permissions []string `json:"permissions,omitempty"`
 	// ABI is the ABI whose binary was installed.
 	ABI string `json:"abi"`
 	// CodeDir holds the unpacked bundle (root-owned, readable by all).
@@ -73,9 +75,13 @@ func (p *Package) Service(server string) (Service, bool) {
 // HasCommand reports whether name is one of the app's debug commands.
 func (p *Package) HasCommand(name string) bool { return slices.Contains(p.Commands, name) }
 
+// UsesNetwork reports whether the package declares network use.
+func (p *Package) UsesNetwork() bool { return slices.Contains(p.Permissions, PermissionNetwork) }
+
 func (p Package) clone() Package {
 	p.Services = slices.Clone(p.Services)
 	p.Commands = slices.Clone(p.Commands)
+	p.Permissions = slices.Clone(p.Permissions)
 	return p
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -14,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentoslab/agentlab/runtime/errcode"
+
+	"github.com/agentoslab/agentlab/runtime/platform"
 )
 
 // Limits of caller-supplied MCP servers (spec §4.8).
@@ -468,7 +469,8 @@ var ErrNonPublicAddress = errors.New("session mcp server address is not public")
 // LookupFunc resolves a host name, like (*net.Resolver).LookupNetIP.
 type LookupFunc func(ctx context.Context, network, host string) ([]netip.Addr, error)
 
-// ResolvePublic resolves host with lookup (nil = net.DefaultResolver)
+// ResolvePublic resolves host with lookup (nil = the platform's resolver:
+// netd on Android, net.DefaultResolver elsewhere)
 // and refuses the whole answer when any address is not public, so a name
 // that mixes public and private answers cannot be used (spec §4.8). IP
 // literals are judged directly.
@@ -480,7 +482,7 @@ func ResolvePublic(ctx context.Context, lookup LookupFunc, host string) ([]netip
 		return []netip.Addr{a}, nil
 	}
 	if lookup == nil {
-		lookup = net.DefaultResolver.LookupNetIP
+		lookup = platform.Current().LookupNetIP
 	}
 	addrs, err := lookup(ctx, "ip", host)
 	if err != nil {

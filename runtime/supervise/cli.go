@@ -10,6 +10,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
+
+	"github.com/agentoslab/agentlab/runtime/apps"
 )
 
 // Exit codes of `agentosd supervise`.
@@ -159,3 +162,49 @@ func (e RuntimeEnv) StatusPath() string { return Paths{Root: e.Root}.Status() }
 
 // AppsDir is the package table's directory under root.
 func (e RuntimeEnv) AppsDir() string { return Paths{Root: e.Root}.Apps() }
+
+// RuntimeGroups are the runtime's supplementary groups: inet, because it
+// reaches model providers and session MCP servers, and on Android a
+// non-root process opens AF_INET sockets only with it.
+func RuntimeGroups() []uint32 { return []uint32{apps.InetGID} }
+
+// RuntimeIdentity is who the runtime under root runs as: the running
+// runtime's uid, gid and groups (from /proc, so what the supervisor
+// really gave) when the status file names one, else the defaults
+// (DefaultRuntimeUID and RuntimeGroups). Diagnostics run as it to see
+// what the runtime sees.
+func RuntimeIdentity(root string) *syscall.Credential {
+	def := &syscall.Credential{Uid: DefaultRuntimeUID, Gid: DefaultRuntimeUID, Groups: RuntimeGroups()}
+	st, err := ReadStatus(Paths{Root: root}.Status())
+	if err != nil || st.RuntimePID <= 0 {
+		return def
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(st.RuntimePID) + "/status")
+	if err != nil {
+		return def
+	}
+	c := &syscall.Credential{Groups: []uint32{}}
+	var haveUID, haveGID bool
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		f := strings.Fields(v)
+		switch {
+		case k == "Uid" && len(f) > 1:
+			n, err := strconv.ParseUint(f[1], 10, 32)
+			c.Uid, haveUID = uint32(n), err == nil
+		case k == "Gid" && len(f) > 1:
+			n, err := strconv.ParseUint(f[1], 10, 32)
+			c.Gid, haveGID = uint32(n), err == nil
+		case k == "Groups":
+			for _, g := range f {
+				if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+					c.Groups = append(c.Groups, uint32(n))
+				}
+			}
+		}
+	}
+	if !haveUID || !haveGID || c.Uid == 0 {
+		return def
+	}
+	return c
+}

@@ -2,7 +2,8 @@
 // Magisk/KernelSU module's service.sh starts at boot. It keeps one
 // instance (a locked pid file), waits for sys.boot_completed=1 when
 // getprop exists, starts `agentosd serve` as the runtime's own non-root
-// uid with its data directory owned by that uid, and restarts it after a
+// uid with the inet group (3003, Android's network permission) and its
+// data directory owned by that uid, and restarts it after a
 // death only when the runtime's last heartbeat showed tasks — an idle
 // runtime that died is left dead until kicked (SIGUSR1). Restarts back
 // off 1, 2, 4 … 60 s (reset after 60 s up); 5 deaths in 10 minutes put it
@@ -24,7 +25,8 @@
 //
 // # The runtime's side
 //
-// The runtime gets a clean environment: PATH, HOME (its data directory),
+// The runtime gets a clean environment (no TMPDIR: runtime/platform makes
+// one under HOME on Android): PATH, HOME (its data directory),
 // AGENTOS_ROOT (the root above), AGENTOS_SAFE_MODE=1 in safe mode, and
 // TZ/ANDROID_* when the supervisor has them. It writes <data>/heartbeat
 // (key=value lines pid, tasks, at, state; state=stopping on a graceful

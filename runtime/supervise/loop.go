@@ -281,7 +281,7 @@ func (s *Supervisor) startRuntime(safe bool) (*runtimeProc, error) {
 	cmd.Dir = s.paths.RuntimeData()
 	cmd.Stdout, cmd.Stderr = wr, wr
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Credential: &syscall.Credential{Uid: uint32(s.o.RuntimeUID), Gid: uint32(s.o.RuntimeGID), Groups: []uint32{}},
+		Credential: &syscall.Credential{Uid: uint32(s.o.RuntimeUID), Gid: uint32(s.o.RuntimeGID), Groups: RuntimeGroups()},
 		Setpgid:    true,
 		// The runtime shuts down with its supervisor rather than run on
 		// unguarded and block the next supervisor's runtime.

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -55,7 +56,10 @@ func fakeRuntime(plan, record string) int {
 		if err != nil {
 			return false
 		}
-		fmt.Fprintf(f, "start uid=%d safe=%s root=%s wd=%s step=%s\n", os.Getuid(), os.Getenv("AGENTOS_SAFE_MODE"), os.Getenv("AGENTOS_ROOT"), wd, step)
+		groups, _ := os.Getgroups()
+		tmpdir, hasTmp := os.LookupEnv("TMPDIR")
+		fmt.Fprintf(f, "start uid=%d groups=%v tmpdir=%v%s safe=%s root=%s wd=%s step=%s\n", os.Getuid(), groups, hasTmp, tmpdir,
+			os.Getenv("AGENTOS_SAFE_MODE"), os.Getenv("AGENTOS_ROOT"), wd, step)
 		f.Close()
 		return true
 	}
@@ -253,7 +257,9 @@ func TestRuntimeRunsAsItsUID(t *testing.T) {
 	}
 	starts := h.awaitStarts(1)
 	p := h.sup.Paths()
-	want := fmt.Sprintf("start uid=%d safe= root=%s wd=%s step=run", testRuntimeUID, h.root, p.RuntimeData())
+	// The runtime has the inet group (Android's network permission) and,
+	// as from service.sh, no TMPDIR (runtime/platform makes one).
+	want := fmt.Sprintf("start uid=%d groups=[3003] tmpdir=false safe= root=%s wd=%s step=run", testRuntimeUID, h.root, p.RuntimeData())
 	if len(starts) != 1 || starts[0] != want {
 		t.Fatalf("starts %q, want %q", starts, want)
 	}
@@ -597,5 +603,32 @@ func TestHeartbeatReading(t *testing.T) {
 		if (err == nil) != tt.ok || (tt.ok && hb.Tasks != tt.tasks) {
 			t.Errorf("%s: %+v %v", tt.name, hb, err)
 		}
+	}
+}
+
+// RuntimeIdentity is the running runtime's credentials, read from the
+// kernel, or the defaults when none runs: the doctor's DNS and HTTPS
+// checks run as it.
+func TestRuntimeIdentity(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: starts a process under another uid")
+	}
+	root := t.TempDir()
+	def := RuntimeIdentity(root)
+	if def.Uid != DefaultRuntimeUID || def.Gid != DefaultRuntimeUID || !slices.Equal(def.Groups, []uint32{3003}) {
+		t.Fatalf("default identity %+v", def)
+	}
+	cmd := exec.Command("/bin/sleep", "30")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 19998, Gid: 19997, Groups: []uint32{3003, 1015}}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	if err := writeAtomic(Paths{Root: root}.Status(), Status{State: StateOK, RuntimePID: cmd.Process.Pid}.Marshal(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := RuntimeIdentity(root)
+	if got.Uid != 19998 || got.Gid != 19997 || !slices.Equal(got.Groups, []uint32{1015, 3003}) {
+		t.Fatalf("identity of the running runtime %+v", got)
 	}
 }

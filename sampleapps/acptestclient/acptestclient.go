@@ -55,6 +55,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+
+	"github.com/agentoslab/agentlab/sampleapps/internal/netprobe"
 )
 
 // Identity of the test client.
@@ -78,6 +80,10 @@ const (
 // Main runs the command line (args without the program name) and returns
 // the exit code. getenv reads the environment.
 func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, log *slog.Logger) int {
+	if len(args) > 0 && args[0] == netprobe.Command {
+		// The app declares no network use: what the device lets it do.
+		return netprobe.Main(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != CommandRun {
 		fmt.Fprintf(stderr, "usage: %s run '<json operation>' …\n", Binary)
 		return ExitUsage

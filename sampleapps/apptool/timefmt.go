@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentoslab/agentlab/runtime/platform"
 )
 
 // ISOLayout is the sample apps' time format (spec §9.0): seconds and a
@@ -296,9 +298,13 @@ func ParseClock(s string, allow24 bool) (int, bool) {
 func Clock(minutes int) string { return fmt.Sprintf("%02d:%02d", minutes/60, minutes%60) }
 
 // DeviceLocation returns the device's time zone with its IANA name when it
-// can be found ($TZ, then the /etc/localtime link), so results can say
+// can be found (on Android the platform's: $TZ or persist.sys.timezone;
+// elsewhere $TZ, then the /etc/localtime link), so results can say
 // "Asia/Shanghai" rather than "Local"; otherwise time.Local.
 func DeviceLocation() *time.Location {
+	if p := platform.Current(); p.Android() {
+		return p.Location()
+	}
 	name := os.Getenv("TZ")
 	if name == "" {
 		if target, err := os.Readlink("/etc/localtime"); err == nil {

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/runtime/sdk/plugin"
+	"github.com/agentoslab/agentlab/sampleapps/internal/netprobe"
 )
 
 // Identity of the test plugin (spec §9.6).
@@ -39,6 +40,11 @@ const (
 	Binary  = "mcptest"
 	Label   = "MCP test"
 )
+
+// DebugCommands are the binary's one-shot commands: net reports what the
+// process may do on the network (the plugin declares the network
+// permission, as a provider that reaches a service would).
+var DebugCommands = []string{netprobe.Command}
 
 // Tool names.
 const (

@@ -56,21 +56,26 @@ func startCmd(stateDir *string) *cobra.Command {
 	f.IntVar(&o.SDK, "sdk", 35, "API level (ro.build.version.sdk)")
 	f.StringVar(&o.RootMethod, "root-method", "magisk", "magisk, kernelsu, adb-root or none")
 	f.StringToStringVar(&o.Props, "prop", nil, "extra property NAME=VALUE (repeatable)")
+	f.StringVar(&o.TimeZone, "timezone", virtual.DefaultTimeZone, "the device's zone (persist.sys.timezone), an IANA name")
 	return cmd
 }
 
 func stopCmd(stateDir *string) *cobra.Command {
 	return &cobra.Command{
-		Use:   "stop NAME",
-		Short: "Stop a virtual device started with vdevice start",
+		Use:   "stop NAME|SERIAL",
+		Short: "Stop a virtual device started with vdevice start (by name, or the serial it printed)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 			defer cancel()
-			if err := virtual.StopDetached(ctx, *stateDir, args[0]); err != nil {
+			name, err := virtual.Resolve(*stateDir, args[0])
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s stopped\n", args[0])
+			if err := virtual.StopDetached(ctx, *stateDir, name); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s stopped\n", name)
 			return nil
 		},
 	}

@@ -35,7 +35,8 @@ func run(t *testing.T, args ...string) (string, error) {
 }
 
 // TestStartListStopReset: a device started by the command outlives it
-// (it belongs to a keeper), answers adb, and is stopped and reset by name.
+// (it belongs to a keeper), answers adb, is stopped by the serial start
+// printed (as "bad name" once answered), and reset by name.
 func TestStartListStopReset(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("virtual devices need root (CAP_SYS_ADMIN)")
@@ -83,8 +84,8 @@ func TestStartListStopReset(t *testing.T) {
 	if _, err := run(t, "reset", "--state-dir", dir, "cli-one"); err == nil {
 		t.Error("reset of a running device succeeded")
 	}
-	if out, err := run(t, "stop", "--state-dir", dir, "cli-one"); err != nil {
-		t.Fatalf("stop: %v %s", err, out)
+	if out, err := run(t, "stop", "--state-dir", dir, serial); err != nil || !strings.Contains(out, "cli-one stopped") {
+		t.Fatalf("stop %s: %v %s", serial, err, out)
 	}
 	if err := syscall.Kill(keeper, 0); err == nil {
 		// The keeper is our child until this test exits: reap it.
@@ -100,6 +101,9 @@ func TestStartListStopReset(t *testing.T) {
 	}
 	if _, err := run(t, "stop", "--state-dir", dir, "nosuch"); err == nil {
 		t.Error("stop of a missing device succeeded")
+	}
+	if _, err := run(t, "stop", "--state-dir", dir, serial); err == nil || !strings.Contains(err.Error(), "no running virtual device has serial") {
+		t.Errorf("stop of a stopped device's serial: %v", err)
 	}
 }
 

@@ -10,7 +10,9 @@
 //
 //	<codeDir>/bin/<abi>/<binary> serve --server <server>
 //
-// as the app's uid and gid (no supplementary groups), in its own process
+// as the app's uid and gid, with the inet group (3003) as its only
+// supplementary group when app.json declares "permissions": ["network"]
+// (or a package sharing its uid does) and none otherwise, in its own process
 // group, with stdin from /dev/null, stdout and stderr appended to
 // <dataDir>/agentos-<server>.log (rotated at 1 MiB, one old copy kept),
 // working directory <dataDir>, and only this environment:
@@ -42,7 +44,7 @@
 //
 // One-shot debug commands (`agentosd ctl app run <pkg> -- <cmd> args…`)
 // run the same binary with the same user, directory and environment
-// except AGENTOS_SOCKET, only when <cmd> is listed in app.json
+// (and groups) except AGENTOS_SOCKET, only when <cmd> is listed in app.json
 // "commands"; stdout and stderr are captured up to 1 MiB each (the rest
 // is counted and dropped) and the process group is killed at the timeout
 // (60 s by default, at most 10 min).

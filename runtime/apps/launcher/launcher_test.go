@@ -53,12 +53,17 @@ func TestMain(m *testing.M) {
 const testPkg = "org.agentos.test.launch"
 
 func testBundle(t testing.TB, versionCode int, key ed25519.PrivateKey) string {
+	return testBundleWith(t, versionCode, key, "")
+}
+
+// testBundleWith adds extra app.json members (`,"permissions":[…]`).
+func testBundleWith(t testing.TB, versionCode int, key ed25519.PrivateKey, extra string) string {
 	t.Helper()
 	app := fmt.Sprintf(`{"package":%q,"label":"Launch test","versionCode":%d,"binary":"testapp",
 "services":[{"name":"Main","kind":"mcp","server":"main"},{"name":"Dies","kind":"mcp","server":"dies"},
 {"name":"Mute","kind":"mcp","server":"mute"},{"name":"Stubborn","kind":"mcp","server":"stubborn"},
 {"name":"Aci","kind":"aci","server":"aci"}],
-"commands":["id","env","pwd","flood","exit","sleep"]}`, testPkg, versionCode)
+"commands":["id","env","pwd","flood","exit","sleep","groups"]%s}`, testPkg, versionCode, extra)
 	src := fstest.MapFS{
 		"app.json": {Data: []byte(app)},
 		apps.BinaryPath(apps.HostABI(), "testapp"): {Data: testappBin},
@@ -470,5 +475,61 @@ func TestCloseStopsEverything(t *testing.T) {
 	}
 	if _, err := e.client.List(ctx); !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("after Close: %v", err)
+	}
+}
+
+// An app gets the inet group (Android's network permission) only when
+// app.json declares "permissions": ["network"]: its services and its
+// one-shot commands alike.
+func TestNetworkPermissionGivesInet(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := ctxT(t)
+	groupsOf := func(pid int) string {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Groups:"); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+		return "?"
+	}
+	run := func() string {
+		r, err := e.client.Run(ctx, testPkg, []string{"groups"}, 0)
+		if err != nil || r.ExitCode != 0 {
+			t.Fatalf("groups: %+v %v", r, err)
+		}
+		return strings.TrimSpace(string(r.Stdout))
+	}
+	if got := run(); got != "[]" {
+		t.Errorf("undeclared app's command has groups %s, want none", got)
+	}
+	p, err := e.client.Start(ctx, testPkg, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := groupsOf(p.PID); got != "" {
+		t.Errorf("undeclared app's service has groups %q, want none", got)
+	}
+	e.client.Stop(ctx, testPkg, "main")
+
+	res, err := e.srv.Install(ctx, testBundleWith(t, 2, key(1), `,"permissions":["network"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Package.UsesNetwork() {
+		t.Fatalf("installed package lost its permission: %+v", res.Package)
+	}
+	if got := run(); got != "[3003]" {
+		t.Errorf("declared app's command has groups %s, want [3003]", got)
+	}
+	p, err = e.client.Start(ctx, testPkg, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := groupsOf(p.PID); got != "3003" {
+		t.Errorf("declared app's service has groups %q, want 3003", got)
 	}
 }

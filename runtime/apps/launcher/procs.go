@@ -96,13 +96,31 @@ func (s *Server) env(p apps.Package, socket string) []string {
 	return append(env, s.pass...)
 }
 
-func (s *Server) sysProcAttr(uid int) *syscall.SysProcAttr {
+func (s *Server) sysProcAttr(p apps.Package) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{
-		Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}},
+		Credential: &syscall.Credential{Uid: uint32(p.UID), Gid: uint32(p.UID), Groups: s.groups(p)},
 		Setpgid:    true,
 		// App processes never outlive the supervisor that started them.
 		Pdeathsig: syscall.SIGKILL,
 	}
+}
+
+// groups are the supplementary groups of p's processes: inet when p, or
+// a package sharing its uid (Android grants a shared uid the union of its
+// packages' permissions), declares network use; none otherwise.
+func (s *Server) groups(p apps.Package) []uint32 {
+	uses := p.UsesNetwork()
+	if !uses && p.SharedUserID != "" {
+		if ps, err := s.o.Installer.Packages(); err == nil {
+			for _, q := range ps {
+				uses = uses || (q.UID == p.UID && q.UsesNetwork())
+			}
+		}
+	}
+	if uses {
+		return []uint32{apps.InetGID}
+	}
+	return []uint32{}
 }
 
 // StartService starts pkg's server (if not running) and returns once it
@@ -191,7 +209,7 @@ func (s *Server) spawn(p apps.Package, server, socket string) (*proc, error) {
 	cmd.Env = s.env(p, socket)
 	cmd.Dir = p.DataDir
 	cmd.Stdout, cmd.Stderr = wr, wr
-	cmd.SysProcAttr = s.sysProcAttr(p.UID)
+	cmd.SysProcAttr = s.sysProcAttr(p)
 	if err := cmd.Start(); err != nil {
 		rd.Close()
 		wr.Close()

@@ -65,7 +65,7 @@ func (s *Server) Run(ctx context.Context, pkg string, args []string, timeout tim
 	cmd.Env = s.env(p, "")
 	cmd.Dir = p.DataDir
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = s.sysProcAttr(p.UID)
+	cmd.SysProcAttr = s.sysProcAttr(p)
 	// Descendants that keep the output pipes open do not hold the call.
 	cmd.WaitDelay = time.Second
 	start := time.Now()

@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/agentoslab/agentlab/runtime/engine"
+	"github.com/agentoslab/agentlab/runtime/platform"
 )
 
 // version is stamped at build time (-X main.version=...).
@@ -27,6 +28,8 @@ var version = "dev"
 var testTools engine.Tools
 
 func main() {
+	// Android's DNS, zone and temp folder before anything uses them.
+	platform.Setup(nil)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	err := Run(ctx, os.Args[1:])
 	stop()
@@ -49,6 +52,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit code %d", int(e)) }
 // commands are the subcommands, by name.
 var commands = map[string]func(ctx context.Context, args []string) error{
 	"ctl":       ctlCmd,
+	"platform":  platformCmd,
 	"serve":     serveCmd,
 	"stdio":     stdioCmd,
 	"supervise": superviseCmd,
@@ -78,6 +82,7 @@ var summaries = map[string]string{
 	"supervise": "the root supervisor that starts and guards serve",
 	"ctl":       "the owner's control commands (agentosd ctl --help)",
 	"app":       "make and check signed app bundles (keygen|pack|sign|verify)",
+	"platform":  "what the binary finds on this system: Android, zone, DNS, temp folder (--lookup H, --fetch URL, --as-runtime)",
 	"module":    "pack the Magisk/KernelSU module",
 	"version":   "print the version",
 }

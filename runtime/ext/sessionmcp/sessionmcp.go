@@ -31,6 +31,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/catalog"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
+	"github.com/agentoslab/agentlab/runtime/platform"
 	"github.com/agentoslab/agentlab/runtime/sdk/plugin"
 )
 
@@ -58,7 +59,8 @@ const (
 // Options configure a Manager. The zero value works.
 type Options struct {
 	// Dial dials a TCP address; nil means a net.Dialer whose Control
-	// refuses non-public addresses (catalog.DialControl). Tests replace it.
+	// refuses non-public addresses (catalog.DialControl), host names
+	// resolved by the platform (netd on Android). Tests replace it.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// TLS configures TLS; nil means the system's roots.
 	TLS *http.Transport
@@ -113,8 +115,7 @@ func New(o *Options) *Manager {
 		m.o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if m.o.Dial == nil {
-		d := &net.Dialer{Timeout: ConnectTimeout, Control: catalog.DialControl}
-		m.o.Dial = d.DialContext
+		m.o.Dial = platform.Current().DialContext(&net.Dialer{Timeout: ConnectTimeout, Control: catalog.DialControl})
 	}
 	return m
 }

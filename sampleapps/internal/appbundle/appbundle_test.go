@@ -31,7 +31,7 @@ var identity = map[string]struct {
 	"notes":    {notes.Package, notes.Server, notes.Service, true, notes.DebugCommands},
 	"todo":     {todo.Package, todo.Server, todo.Service, false, todo.DebugCommands},
 	"sms":      {sms.Package, sms.Server, sms.Service, true, sms.DebugCommands},
-	"mcptest":  {mcptest.Package, mcptest.Server, mcptest.Service, false, nil},
+	"mcptest":  {mcptest.Package, mcptest.Server, mcptest.Service, false, mcptest.DebugCommands},
 }
 
 // Each app.json (the one place the lab's build reads an app's identity)
@@ -60,6 +60,11 @@ func TestAppJSON(t *testing.T) {
 			}
 			if !slices.Equal(a.Commands, want.commands) {
 				t.Errorf("commands %v, want the app's debug commands %v", a.Commands, want.commands)
+			}
+			// Only the test plugin asks for the network (the inet group):
+			// the sample apps never open a socket.
+			if a.UsesNetwork() != (app == "mcptest") {
+				t.Errorf("permissions %v", a.Permissions)
 			}
 			var p struct {
 				Name       string `json:"name"`

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentoslab/agentlab/runtime/platform"
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
 )
 
@@ -44,6 +45,8 @@ func (b Binary) CLI(logger *slog.Logger) apptool.CLI {
 // standard streams, until SIGINT or SIGTERM cancels it, and exits with
 // its exit code.
 func Main(b Binary) {
+	// Android's zone and temp folder before the app reads them.
+	platform.Setup(nil)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := b.CLI(Logger()).Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()

@@ -117,5 +117,5 @@ func credFor(uid int) *syscall.Credential {
 	if uid == 0 {
 		return nil
 	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: proc.Groups(uid)}
 }

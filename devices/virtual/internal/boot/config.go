@@ -29,4 +29,23 @@ type Config struct {
 	ABI        string            `json:"abi"`
 	Props      map[string]string `json:"props"`
 	Debug      bool              `json:"debug,omitempty"`
+	// Netd is the host path of the device's dnsproxyd socket (served by
+	// the process that owns the device), bound at /dev/socket/dnsproxyd.
+	Netd string `json:"netd,omitempty"`
+	// Hide are host folders under the bound system folders that the
+	// device must not see (the host's zoneinfo): each gets an empty
+	// read-only tmpfs.
+	Hide []string `json:"hide,omitempty"`
 }
+
+// Android paths a device holds.
+const (
+	// DnsproxydPath is netd's DNS proxy socket.
+	DnsproxydPath = "/dev/socket/dnsproxyd"
+	// APEXDir holds the device's APEX folders (the tzdata module), kept in
+	// the device's host folder as apex/ and bound read-only.
+	APEXDir = "/apex"
+	// ParanoidNetworkProp says whether the device enforces Android's
+	// inet group on AF_INET/AF_INET6 sockets ("1") or could not ("0").
+	ParanoidNetworkProp = "ro.vdevice.paranoid_network"
+)

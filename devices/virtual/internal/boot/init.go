@@ -18,6 +18,7 @@ import (
 	"github.com/agentoslab/agentlab/devices/internal/adbwire"
 	"github.com/agentoslab/agentlab/devices/virtual/internal/adbd"
 	"github.com/agentoslab/agentlab/devices/virtual/internal/modules"
+	"github.com/agentoslab/agentlab/devices/virtual/internal/paranoid"
 	"github.com/agentoslab/agentlab/devices/virtual/internal/proc"
 	"github.com/agentoslab/agentlab/devices/virtual/internal/props"
 	"github.com/agentoslab/agentlab/devices/virtual/internal/su"
@@ -68,6 +69,20 @@ func Env(uid int, term string) []string {
 		env = append(env, "TERM="+term)
 	}
 	return env
+}
+
+// ServiceEnv is the environment of what init starts itself (the module
+// scripts, and so the services they start): Android init's exported
+// variables, without the adb shell's TMPDIR — a service started from
+// service.sh on a phone has none.
+func ServiceEnv() []string {
+	var env []string
+	for _, kv := range Env(0, "") {
+		if !strings.HasPrefix(kv, "TMPDIR=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "ANDROID_TZDATA_ROOT=/apex/com.android.tzdata")
 }
 
 type device struct {
@@ -162,18 +177,47 @@ func Main() int {
 	if err := loUp(); err != nil {
 		return fail(err)
 	}
+	// From here on socket(2) for AF_INET/AF_INET6 in the device follows
+	// Android's inet-group rule (package paranoid); init's own sockets
+	// pass as root.
+	paranoidNet := "1"
+	if enf, err := paranoid.Install(log); err != nil {
+		log.Warn("the device cannot enforce the inet group", "err", err)
+		paranoidNet = "0"
+	} else {
+		go enf.Serve()
+	}
 	if err := layout(); err != nil {
 		log.Warn("device layout", "err", err)
 	}
+	if err := androidFiles(&cfg); err != nil {
+		log.Warn("device files", "err", err)
+	}
 	d := &device{cfg: &cfg, log: log, reaper: proc.NewReaper(true), power: make(chan string, 1)}
 	d.store = props.NewStore(persistFile, d.onProp)
+	// Persistent properties of the configuration are applied after the
+	// saved ones are loaded: the configuration wins (the lab sets the
+	// device's zone), and setting them before would rewrite the saved
+	// file with only them.
 	for k, v := range cfg.Props {
+		if strings.HasPrefix(k, "persist.") {
+			continue
+		}
 		if err := d.store.Reset(k, v); err != nil {
 			log.Warn("bad property", "name", k, "err", err)
 		}
 	}
+	d.store.Reset(ParanoidNetworkProp, paranoidNet)
 	if err := d.store.LoadPersistent(); err != nil {
 		log.Warn("persistent properties", "err", err)
+	}
+	for k, v := range cfg.Props {
+		if !strings.HasPrefix(k, "persist.") {
+			continue
+		}
+		if err := d.store.Reset(k, v); err != nil {
+			log.Warn("bad property", "name", k, "err", err)
+		}
 	}
 	propSrv, err := props.Serve(d.store, log)
 	if err != nil {
@@ -377,5 +421,5 @@ func (d *device) moduleManager(boot bool) *modules.Manager {
 		logf = nil
 	}
 	return &modules.Manager{Base: "/data/adb", Method: d.cfg.RootMethod, Reaper: d.reaper, Shell: shell,
-		Env: Env(0, ""), API: d.cfg.SDK, ABI: d.cfg.ABI, Log: d.log, ScriptLog: logf}
+		Env: ServiceEnv(), API: d.cfg.SDK, ABI: d.cfg.ABI, Log: d.log, ScriptLog: logf}
 }

@@ -7,12 +7,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
-// hostDirs are the host's system folders a device sees read-only.
-var hostDirs = []string{"usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32"}
+// hostDirs are the host's system folders a device sees read-only, for
+// the host's coreutils and shell. /etc is not one: Android's /etc is a
+// link to /system/etc, and the host's would give a device processes
+// /etc/resolv.conf, /etc/passwd and /etc/localtime that no phone has.
+var hostDirs = []string{"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"}
 
 // devNodes are the host device nodes bound into the device's /dev.
 var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
@@ -54,8 +59,25 @@ func setupRoot(cfg *Config) error {
 			return err
 		}
 	}
+	for _, h := range cfg.Hide {
+		// An empty read-only folder over the host's: a phone has none.
+		if fi, err := os.Stat(at(h)); err != nil || !fi.IsDir() {
+			continue
+		}
+		if err := unix.Mount("tmpfs", at(h), "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=4k"); err != nil {
+			return fmt.Errorf("hide %s: %w", h, err)
+		}
+	}
+	if err := os.Symlink("/system/etc", at("etc")); err != nil {
+		return err
+	}
 	for _, d := range []string{"data", "system", "sdcard"} {
 		if err := bind(filepath.Join(cfg.HostRoot, d), at(d), false, true); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cfg.HostRoot, "apex")); err == nil {
+		if err := bind(filepath.Join(cfg.HostRoot, "apex"), at(APEXDir), true, true); err != nil {
 			return err
 		}
 	}
@@ -90,6 +112,16 @@ func setupRoot(cfg *Config) error {
 	if err := os.Mkdir(at("dev/socket"), 0o755); err != nil {
 		return err
 	}
+	if cfg.Netd != "" {
+		// The socket lives on the host side, where its server can reach
+		// the host's resolver; the device sees it where netd puts it.
+		if err := os.WriteFile(at(DnsproxydPath), nil, 0o600); err != nil {
+			return err
+		}
+		if err := unix.Mount(cfg.Netd, at(DnsproxydPath), "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", DnsproxydPath, err)
+		}
+	}
 	if err := os.Mkdir(at("dev/tmp"), 0o700); err != nil {
 		return err
 	}
@@ -101,9 +133,6 @@ func setupRoot(cfg *Config) error {
 		return err
 	}
 	if err := mkMount("tmpfs", at("dev/shm"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=16m"); err != nil {
-		return err
-	}
-	if err := mkMount("tmpfs", at("tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=256m"); err != nil {
 		return err
 	}
 	// sysfs is a nicety (a few tools read it); a device works without it.
@@ -206,4 +235,29 @@ func layout() error {
 		errs = append(errs, os.Chmod(d.path, d.mode), os.Lchown(d.path, d.uid, d.gid))
 	}
 	return errors.Join(errs...)
+}
+
+// hostsFile is Android's /system/etc/hosts.
+const hostsFile = "127.0.0.1       localhost\n::1             ip6-localhost\n"
+
+// androidFiles writes, every boot, the files an Android image has and
+// our binaries read: /system/etc/hosts (bionic's hosts file, /etc being a
+// link to /system/etc) and /system/build.prop (the ro.* properties).
+func androidFiles(cfg *Config) error {
+	var b strings.Builder
+	b.WriteString("# begin build properties (a virtual device's)\n")
+	names := make([]string, 0, len(cfg.Props))
+	for k := range cfg.Props {
+		if strings.HasPrefix(k, "ro.") {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		b.WriteString(k + "=" + cfg.Props[k] + "\n")
+	}
+	return errors.Join(
+		os.WriteFile("/system/etc/hosts", []byte(hostsFile), 0o644),
+		os.WriteFile("/system/build.prop", []byte(b.String()), 0o644),
+	)
 }

@@ -161,7 +161,7 @@ func (d *Daemon) handle(c *net.UnixConn) {
 	}
 	var pcred *syscall.Credential
 	if req.UID != 0 {
-		pcred = &syscall.Credential{Uid: uint32(req.UID), Gid: uint32(req.UID), Groups: []uint32{}}
+		pcred = &syscall.Credential{Uid: uint32(req.UID), Gid: uint32(req.UID), Groups: proc.Groups(req.UID)}
 	}
 	dir := req.Dir
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {

@@ -44,6 +44,15 @@ func run(args []string) int {
 			return 2
 		}
 		return serve(args[2])
+	case "groups":
+		// The supplementary groups the launcher gave (inet: the network).
+		gs, err := os.Getgroups()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "testapp: groups:", err)
+			return 1
+		}
+		fmt.Println(gs)
+		return 0
 	case "id":
 		cmd := exec.Command("id", "-u")
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/model"
+	"github.com/agentoslab/agentlab/runtime/platform"
 )
 
 // Defaults for the HTTP layer of the providers.
@@ -33,13 +34,14 @@ const (
 // NewHTTPClient returns the http.Client the providers use: no proxy from
 // the environment, redirects not followed (a 3xx is an answer, mapped to
 // model_protocol), connect, TLS handshake and header wait each bounded by
-// timeout (zero means DefaultTimeout). tlsConfig may be nil.
+// timeout (zero means DefaultTimeout). tlsConfig may be nil. Host names
+// resolve through the platform's resolver (netd on Android).
 func NewHTTPClient(timeout time.Duration, tlsConfig *tls.Config) *http.Client {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	tr := &http.Transport{
-		DialContext:            (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:            platform.Current().DialContext(&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}),
 		TLSClientConfig:        tlsConfig,
 		TLSHandshakeTimeout:    timeout,
 		ResponseHeaderTimeout:  timeout,

@@ -11,10 +11,12 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/agentoslab/agentlab/runtime/platform"
 	"github.com/agentoslab/agentlab/sampleapps/acptestclient"
 )
 
 func main() {
+	platform.Setup(nil)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// Warnings go to stderr (the launcher keeps it); never message content.
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

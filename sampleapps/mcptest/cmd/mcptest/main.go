@@ -2,6 +2,8 @@
 //
 //	mcptest serve --server test   serve MCP on $AGENTOS_SOCKET (the launcher's contract)
 //	mcptest mcp --stdio           serve MCP on stdin/stdout (MCP Inspector, any MCP client)
+//	mcptest net [HOST]            what the process may do on the network (package netprobe);
+//	                              app.json declares "permissions": ["network"]
 //
 // It exits 0 when stopped, 2 on a usage error and 1 on any other failure
 // (the die tool ends it with 3).
@@ -16,11 +18,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/agentoslab/agentlab/runtime/platform"
 	"github.com/agentoslab/agentlab/runtime/sdk/plugin"
+	"github.com/agentoslab/agentlab/sampleapps/internal/netprobe"
 	"github.com/agentoslab/agentlab/sampleapps/mcptest"
 )
 
 func main() {
+	platform.Setup(nil)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:])
 	stop()
@@ -56,6 +61,8 @@ func run(ctx context.Context, args []string) int {
 	app := mcptest.New(&mcptest.Options{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	var err error
 	switch args[0] {
+	case netprobe.Command:
+		return netprobe.Main(ctx, args[1:], os.Stdout, os.Stderr)
 	case "serve":
 		err = plugin.RunServe(ctx, app.Server(), args[1:])
 	case "mcp":
