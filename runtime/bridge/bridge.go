@@ -402,12 +402,7 @@ func (b *Bridge) accept(ln *transport.Listener) {
 	}
 }
 
-var busyLine = func() []byte {
-	w := errcode.New(errcode.Busy, "too many desktop connections").Wire()
-	w.Data.Details = nil
-	line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": w})
-	return append(line, '\n')
-}()
+var busyLine = errcode.ErrorLine(nil, errcode.New(errcode.Busy, "too many desktop connections").Wire())
 
 func writeLine(c net.Conn, line []byte) error {
 	c.SetWriteDeadline(time.Now().Add(writeTimeout))
@@ -449,8 +444,7 @@ func (b *Bridge) serveConn(c *transport.Conn, start time.Time) {
 	if perr != nil {
 		reason = "auth:" + perr.Reason
 		b.log.Info("bridge: pairing refused", "uid", uid, "reason", perr.Reason)
-		reply, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": perr.ID, "error": perr.Wire()})
-		writeLine(c, append(reply, '\n'))
+		writeLine(c, errcode.ErrorLine(perr.ID, perr.Wire()))
 		return
 	}
 	res := map[string]any{"version": 1, "pairingId": pairing, "maxLineChars": transport.MaxLineChars}

@@ -228,21 +228,17 @@ func (s *Server) count(c engine.Caller, d int) {
 	}
 }
 
-// RefusalLine is the line written for a refused open (see the package doc).
+// RefusalLine is the line written for a refused open (see the package
+// doc): not_open's wire error with the message upstream's Binder
+// exception carried and the outcome in data.reason.
 func RefusalLine(ref *callers.Refusal) []byte {
-	data := map[string]any{
-		"agentosCode": string(errcode.NotOpen),
-		"retryable":   errcode.NotOpen.Retryable(),
-		"reason":      string(ref.Reason),
+	w := errcode.New(errcode.NotOpen, ref.Text).Wire()
+	w.Message = ref.Error()
+	w.Data.Reason = string(ref.Reason)
+	if ref.Reason == callers.ReasonPending {
+		w.Data.RequestID = ref.RequestID
 	}
-	if ref.Reason == callers.ReasonPending && ref.RequestID != "" {
-		data["requestId"] = ref.RequestID
-	}
-	b, _ := json.Marshal(map[string]any{
-		"jsonrpc": "2.0", "id": nil,
-		"error": map[string]any{"code": errcode.NotOpen.RPC(), "message": ref.Error(), "data": data},
-	})
-	return append(b, '\n')
+	return errcode.ErrorLine(nil, w)
 }
 
 func openLine(c engine.Caller) []byte {

@@ -47,10 +47,7 @@ func UIDGate(ownUID bool) Gate {
 
 // busyLine is what a connection over the limit gets before it is closed.
 func busyLine() []byte {
-	w := errcode.New(errcode.Busy, "too many desktop connections").Wire()
-	b := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%q,"data":{"agentosCode":%q,"retryable":true}}}`+"\n",
-		w.Code, w.Message, w.Data.AgentosCode)
-	return b
+	return errcode.ErrorLine(nil, errcode.New(errcode.Busy, "too many desktop connections").Wire())
 }
 
 // Serve runs `agentosd serve` until ctx ends: it opens the runtime,

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync"
+
+	"github.com/agentoslab/agentlab/runtime/errcode"
 )
 
 // RPCOptions configure an RPCStream. The zero value works.
@@ -203,9 +204,5 @@ func validID(id *json.RawMessage) json.RawMessage {
 }
 
 func errorReply(id json.RawMessage, code int, message string) []byte {
-	idText := "null"
-	if id != nil {
-		idText = string(id)
-	}
-	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%q}}`+"\n", idText, code, message)
+	return errcode.ErrorLine(id, errcode.Protocol(code, message))
 }
