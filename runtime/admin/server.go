@@ -154,7 +154,7 @@ func Use[T any](c *Call) (T, error) {
 // Start listens on the server's socket and serves until ctx ends or
 // Close is called.
 func (s *Server) Start(ctx context.Context) error {
-	if err := s.svc.Start(ctx, s.name, s.acceptLoop); err != nil {
+	if err := s.svc.Start(ctx, s.name, s.admit); err != nil {
 		return fmt.Errorf("admin: %w", err)
 	}
 	return nil
@@ -167,40 +167,23 @@ func (s *Server) Close() error {
 	return nil
 }
 
-func (s *Server) acceptLoop(ctx context.Context, ln *transport.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() == nil {
-				s.logger.Warn("admin: accept stopped", "err", err)
-			}
-			return
-		}
-		class := s.classOf(c.Cred().UID)
-		if class == 0 {
-			// Not an owner: close without reading or writing a byte.
-			s.logger.Info("admin: peer refused", "uid", c.Cred().UID)
-			c.Close()
-			continue
-		}
-		select {
-		case s.slots <- struct{}{}:
-		default:
-			s.logger.Warn("admin: too many connections", "uid", c.Cred().UID)
-			writeLine(c, response{ID: nullID, Error: wirePtr(errcode.New(errcode.Busy, "too many admin connections; try again"))})
-			c.Close()
-			continue
-		}
-		if !s.svc.Track(c) {
-			<-s.slots
-			c.Close()
-			return
-		}
-		s.svc.Go(func() {
-			defer func() { <-s.slots }()
-			defer s.svc.Untrack(c)
-			s.serveConn(ctx, c, class)
-		})
+// admit refuses a peer that is not an owner without a byte, and answers
+// busy over MaxConns.
+func (s *Server) admit(c *transport.Conn) transport.Admission {
+	class := s.classOf(c.Cred().UID)
+	if class == 0 {
+		s.logger.Info("admin: peer refused", "uid", c.Cred().UID)
+		return transport.Refuse(nil)
+	}
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		s.logger.Warn("admin: too many connections", "uid", c.Cred().UID)
+		return transport.Refuse(errcode.ErrorLine(nil, errcode.New(errcode.Busy, "too many admin connections; try again").Wire()))
+	}
+	return transport.Admission{
+		Serve: func(ctx context.Context, c *transport.Conn) { s.serveConn(ctx, c, class) },
+		Done:  func() { <-s.slots },
 	}
 }
 

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"sync"
 
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
@@ -84,49 +82,31 @@ func Serve(ctx context.Context, opts *Options, ready func(name string)) error {
 	if gate == nil {
 		gate = UIDGate(r.opts.AllowOwnUID)
 	}
-	ln, err := transport.Listen(r.opts.Names.ACP())
+	var svc transport.Service
+	slots := make(chan struct{}, maxACPConns)
+	err = svc.Start(ctx, r.opts.Names.ACP(), func(*transport.Conn) transport.Admission {
+		select {
+		case slots <- struct{}{}:
+		default:
+			return transport.Refuse(busyLine())
+		}
+		return transport.Admission{
+			Serve: func(ctx context.Context, c *transport.Conn) { r.serveConn(ctx, gate, c) },
+			Done:  func() { <-slots },
+		}
+	})
 	if err != nil {
+		stopAttached()
 		r.Close(ctx)
 		return fmt.Errorf("daemon: listen: %w", err)
 	}
-	r.log.Info("listening", "socket", ln.Name())
+	r.log.Info("listening", "socket", r.opts.Names.ACP())
 	if ready != nil {
-		ready(ln.Name())
+		ready(r.opts.Names.ACP())
 	}
-	connCtx, stopConns := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, maxACPConns)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				if !errors.Is(err, net.ErrClosed) {
-					r.log.Warn("accept failed", "err", err)
-				}
-				return
-			}
-			select {
-			case slots <- struct{}{}:
-			default:
-				conn.Write(busyLine())
-				conn.Close()
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-slots }()
-				r.serveConn(connCtx, gate, conn)
-			}()
-		}
-	}()
 	<-ctx.Done()
 	r.log.Info("stopping")
-	ln.Close()
-	stopConns()
-	wg.Wait()
+	svc.Close()
 	stopAttached()
 	return r.Close(ctx)
 }

@@ -87,7 +87,7 @@ type Broker struct {
 	consent *consent.Coordinator
 	memory  consent.SessionMemory
 
-	ln     *transport.Listener
+	svc    transport.Service // the link socket
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
@@ -146,16 +146,14 @@ func (b *Broker) Consent() *consent.Coordinator { return b.consent }
 
 // Start listens on the link socket and starts the extension host.
 func (b *Broker) Start(ctx context.Context) error {
-	ln, err := transport.Listen(b.o.Names.Ext())
-	if err != nil {
+	ctx, cancel := context.WithCancel(ctx)
+	if err := b.svc.Start(ctx, b.o.Names.Ext(), b.admit); err != nil {
+		cancel()
 		return fmt.Errorf("broker: %w", err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	b.ln, b.cancel = ln, cancel
-	b.wg.Add(3)
-	go func() { defer b.wg.Done(); b.acceptLoop(ctx) }()
+	b.cancel = cancel
+	b.wg.Add(1)
 	go func() { defer b.wg.Done(); b.superviseExt(ctx) }()
-	go func() { defer b.wg.Done(); <-ctx.Done(); ln.Close() }()
 	return nil
 }
 
@@ -171,6 +169,7 @@ func (b *Broker) Close() {
 	if peer != nil {
 		peer.Close()
 	}
+	b.svc.Close()
 	b.wg.Wait()
 	b.consent.Close()
 }
@@ -182,44 +181,44 @@ func (b *Broker) pidChanged() {
 	b.mu.Unlock()
 }
 
-// acceptLoop admits the extension host's link: the peer must run as this
-// process's uid and be the process the broker started.
-func (b *Broker) acceptLoop(ctx context.Context) {
-	for {
-		c, err := b.ln.Accept()
-		if err != nil {
-			return
-		}
-		cred := c.Cred()
-		if cred.UID != os.Getuid() || !b.isExt(ctx, cred.PID) {
-			b.o.Logger.Warn("broker: link refused", "uid", cred.UID, "pid", cred.PID)
-			c.Close()
-			continue
-		}
-		peer := wire.New(c, nil, b.onNotify, b.o.Logger)
-		b.mu.Lock()
-		old := b.peer
-		b.peer, b.linkPID = peer, cred.PID
-		b.links++
-		b.signalLocked()
-		b.mu.Unlock()
-		if old != nil {
-			old.Close()
-		}
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			err := peer.Run(ctx)
-			b.mu.Lock()
-			if b.peer == peer {
-				b.peer, b.linkPID = nil, 0
-			}
-			b.drops++
-			b.signalLocked()
-			b.mu.Unlock()
-			b.o.Logger.Info("broker: extension host link ended", "err", errString(err))
-		}()
+// admit takes links from this process's uid only; serveLink then checks
+// that the peer is the process the broker started.
+func (b *Broker) admit(c *transport.Conn) transport.Admission {
+	if cred := c.Cred(); cred.UID != os.Getuid() {
+		b.o.Logger.Warn("broker: link refused", "uid", cred.UID, "pid", cred.PID)
+		return transport.Refuse(nil)
 	}
+	return transport.Admission{Serve: b.serveLink}
+}
+
+// serveLink runs the extension host's link until it ends. The pid check
+// waits (briefly) for the pid of the process just started, so it runs
+// here rather than on the accept loop.
+func (b *Broker) serveLink(ctx context.Context, c *transport.Conn) {
+	cred := c.Cred()
+	if !b.isExt(ctx, cred.PID) {
+		b.o.Logger.Warn("broker: link refused", "uid", cred.UID, "pid", cred.PID)
+		return
+	}
+	peer := wire.New(c, nil, b.onNotify, b.o.Logger)
+	b.mu.Lock()
+	old := b.peer
+	b.peer, b.linkPID = peer, cred.PID
+	b.links++
+	b.signalLocked()
+	b.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	err := peer.Run(ctx)
+	b.mu.Lock()
+	if b.peer == peer {
+		b.peer, b.linkPID = nil, 0
+	}
+	b.drops++
+	b.signalLocked()
+	b.mu.Unlock()
+	b.o.Logger.Info("broker: extension host link ended", "err", errString(err))
 }
 
 // isExt waits briefly for the started process's pid and compares.
