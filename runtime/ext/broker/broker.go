@@ -18,6 +18,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/ext/internal/wire"
 	"github.com/agentoslab/agentlab/runtime/ext/skills"
+	"github.com/agentoslab/agentlab/runtime/internal/rpc"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
 
@@ -94,7 +95,7 @@ type Broker struct {
 	restartNow chan struct{}
 
 	mu           sync.Mutex
-	peer         *wire.Peer       // guarded by mu
+	peer         *rpc.Peer        // guarded by mu
 	linkPID      int              // guarded by mu
 	extPID       int              // guarded by mu
 	extProc      *os.Process      // guarded by mu
@@ -200,7 +201,7 @@ func (b *Broker) serveLink(ctx context.Context, c *transport.Conn) {
 		b.o.Logger.Warn("broker: link refused", "uid", cred.UID, "pid", cred.PID)
 		return
 	}
-	peer := wire.New(c, nil, b.onNotify, b.o.Logger)
+	peer := rpc.New(c, &rpc.Options{Notify: b.onNotify, MaxLineChars: wire.MaxLineChars, Logger: b.o.Logger})
 	b.mu.Lock()
 	old := b.peer
 	b.peer, b.linkPID = peer, cred.PID
@@ -291,7 +292,7 @@ func (b *Broker) mirror() (*catalog.Catalog, []skills.Skill) {
 	return b.cat, b.skillCat
 }
 
-func (b *Broker) link() *wire.Peer {
+func (b *Broker) link() *rpc.Peer {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.peer
@@ -316,7 +317,7 @@ func (b *Broker) adminOp(ctx context.Context, op string, params any, result any)
 	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
 	defer cancel()
 	err = peer.Call(ctx, wire.MethodAdmin, wire.AdminParams{Op: op, Params: raw}, result)
-	if errors.Is(err, wire.ErrClosed) {
+	if errors.Is(err, rpc.ErrClosed) {
 		return errExtDown()
 	}
 	return err

@@ -1,4 +1,4 @@
-package wire
+package rpc
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func pair(t *testing.T, ha, hb Handler, na, nb Notify) (*Peer, *Peer) {
 		t.Fatal(err)
 	}
 	cb := <-ch
-	a, b := New(ca, ha, na, nil), New(cb, hb, nb, nil)
+	a, b := New(ca, &Options{Handler: ha, Notify: na}), New(cb, &Options{Handler: hb, Notify: nb})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)
