@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/agentoslab/agentlab/runtime/errcode"
+	"github.com/agentoslab/agentlab/runtime/internal/rpc"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
 
@@ -150,8 +150,4 @@ func isReset(err error) bool {
 // FromWire turns a wire error back into an *errcode.Error: the code
 // from data.agentosCode (unknown codes become internal), the text
 // without its "<code>: " prefix, and the details.
-func FromWire(w errcode.WireError) *errcode.Error {
-	code := errcode.Parse(w.Data.AgentosCode)
-	text := strings.TrimPrefix(w.Message, w.Data.AgentosCode+": ")
-	return &errcode.Error{Code: code, Text: text, Details: w.Data.Details, SessionID: w.Data.SessionID, TaskID: w.Data.TaskID}
-}
+func FromWire(w errcode.WireError) *errcode.Error { return rpc.FromWire(w) }
