@@ -26,8 +26,10 @@
 //	Callers     the caller authorization registry, <data>/acp    (serve)
 //	Apps        the package table and the Launcher client        (serve, under a supervisor)
 //	Caller      @agentos-caller                                  (serve)
-//	Bridge      @agentos-acp with desktop pairing                (serve; ACP instead with AllowOwnUID)
+//	Bridge      @agentos-acp with desktop pairing                (serve)
 //	Admin       @agentos-admin                                   (serve)
+//	ACP         @agentos-acp uid-gated instead of Bridge         (serve --allow-own-uid; last, so that
+//	            once it accepts every other door answers)
 //
 // Stdio builds the core only (heartbeat, Store, Models, Engine, Agent);
 // the doors for others are nil.

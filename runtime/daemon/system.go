@@ -110,10 +110,11 @@ type System struct {
 	Caller *callerchan.Server
 	// Bridge is desktop access with pairing (@agentos-acp while on).
 	Bridge *bridge.Bridge
-	// ACP serves @agentos-acp uid-gated instead (AllowOwnUID).
-	ACP *transport.Service
 	// Admin serves the owner's admin API (@agentos-admin).
 	Admin *admin.Server
+	// ACP serves @agentos-acp uid-gated instead of Bridge (AllowOwnUID),
+	// started last.
+	ACP *transport.Service
 
 	opts       Options
 	log        *slog.Logger
@@ -242,22 +243,30 @@ func (s *System) openDoors(ctx context.Context) (err error) {
 	if err := s.Caller.Start(ctx); err != nil {
 		return err
 	}
-	if o.AllowOwnUID {
-		s.ACP = new(transport.Service)
-		if err := s.ACP.Start(ctx, o.Names.ACP(), acpAdmit(s.Agent, uidGate(true), o.Logger)); err != nil {
-			return fmt.Errorf("listen: %w", err)
+	if !o.AllowOwnUID {
+		if s.Bridge, err = bridge.Open(&bridge.Options{Dir: filepath.Join(o.Data, "desktop"), Name: o.Names.ACP(),
+			Serve: serve, Logger: o.Logger}); err != nil {
+			return err
 		}
-		s.log.Info("listening", "socket", o.Names.ACP())
-	} else if s.Bridge, err = bridge.Open(&bridge.Options{Dir: filepath.Join(o.Data, "desktop"), Name: o.Names.ACP(),
-		Serve: serve, Logger: o.Logger}); err != nil {
-		return err
 	}
 	s.Admin = admin.NewServer(&admin.Options{Name: o.Names.Admin(), Version: o.Version, Logger: o.Logger,
 		Methods: s.adminMethods(), Status: s.statusSections(), Tasks: func() (int, int, bool) {
 			st := s.Engine.Stats()
 			return st.Running, st.Queued, s.Engine.SafeMode()
 		}})
-	return s.Admin.Start(ctx)
+	if err := s.Admin.Start(ctx); err != nil {
+		return err
+	}
+	if o.AllowOwnUID {
+		// Last: once the ACP socket accepts, every other door answers
+		// (tests wait for it, then use ctl).
+		s.ACP = new(transport.Service)
+		if err := s.ACP.Start(ctx, o.Names.ACP(), acpAdmit(s.Agent, uidGate(true), o.Logger)); err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
+		s.log.Info("listening", "socket", o.Names.ACP())
+	}
+	return nil
 }
 
 // Close stops the runtime in the reverse order of Open: the doors close
@@ -270,11 +279,11 @@ func (s *System) Close(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownWait)
 	defer cancel()
 	var errs []error
-	if s.Admin != nil {
-		s.Admin.Close()
-	}
 	if s.ACP != nil {
 		s.ACP.Close()
+	}
+	if s.Admin != nil {
+		s.Admin.Close()
 	}
 	if s.Bridge != nil {
 		s.Bridge.Close()
