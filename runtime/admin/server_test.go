@@ -355,6 +355,18 @@ func TestTooManyConnections(t *testing.T) {
 	if w := wireOf(t, m["error"]); w.Data.AgentosCode != string(errcode.Busy) {
 		t.Fatalf("third connection got %+v, want busy", w)
 	}
+	// The client reports the refusal of its connection as busy, on the
+	// call and after it (ctl says "busy", not "closed without answering").
+	c, err := Dial(context.Background(), names.Admin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := c.Call(context.Background(), "echo", nil, nil); !errors.Is(err, errcode.Busy) {
+			t.Fatalf("call on a refused connection: %v, want busy", err)
+		}
+	}
+	c.Close()
 	held[0].c.Close()
 	// The slot frees once the server notices the close.
 	deadline := time.Now().Add(10 * time.Second)

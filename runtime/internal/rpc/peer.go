@@ -41,6 +41,11 @@ const (
 
 const cancelMethod = "$/cancel"
 
+// writeFailGrace is how long a peer whose write failed goes on reading
+// before it closes: the other end may have refused the connection with a
+// line already on its way (admin's busy) and closed it.
+const writeFailGrace = time.Second
+
 // Handler answers a request. Errors should be *errcode.Error; others are
 // sent as internal without their text. ctx ends when the peer cancels
 // the call or the connection closes.
@@ -97,8 +102,10 @@ type Peer struct {
 	calls      map[int64]chan response       // guarded by mu
 	serving    map[string]context.CancelFunc // request id → cancel; guarded by mu
 	closed     bool                          // guarded by mu
+	refused    error                         // the other end's refusal of the connection; guarded by mu
 	lastActive time.Time                     // guarded by mu (IdleTimeout only)
 	idle       *time.Timer                   // guarded by mu (IdleTimeout only)
+	failing    *time.Timer                   // closes the peer after a failed write; guarded by mu
 	done       chan struct{}
 	slots      chan struct{}
 	wg         sync.WaitGroup
@@ -264,6 +271,10 @@ func (p *Peer) dispatch(ctx context.Context, m message) {
 		}
 	case m.Method != "":
 		p.serve(ctx, m)
+	case m.Error != nil && bytes.Equal(bytes.TrimSpace(m.ID), nullID):
+		// An error for no request: the other end refuses the connection
+		// (busy, a line too long) and closes it. Every call fails with it.
+		p.refuse(FromWire(*m.Error))
 	default:
 		var id int64
 		if json.Unmarshal(m.ID, &id) != nil {
@@ -379,10 +390,22 @@ func (p *Peer) write(m message) error {
 		d.SetWriteDeadline(time.Now().Add(p.o.WriteTimeout))
 	}
 	if _, err := p.rw.Write(b); err != nil {
-		p.Close()
+		p.writeFailed()
 		return fmt.Errorf("rpc: write: %w", err)
 	}
 	return nil
+}
+
+// writeFailed closes the peer writeFailGrace after a failed write; the
+// reader meanwhile reads what the other end sent (an end of input closes
+// the peer at once).
+func (p *Peer) writeFailed() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.failing != nil {
+		return
+	}
+	p.failing = time.AfterFunc(writeFailGrace, func() { p.Close() })
 }
 
 // touch notes activity for IdleTimeout.
@@ -418,9 +441,30 @@ func (p *Peer) idleCheck() {
 	p.Close()
 }
 
+// refuse ends the connection with the other end's refusal: calls in
+// flight, and every call after, fail with err.
+func (p *Peer) refuse(err *errcode.Error) {
+	p.mu.Lock()
+	if p.refused == nil {
+		p.refused = err
+	}
+	p.mu.Unlock()
+	p.Close()
+}
+
+// closedErrLocked is why a call cannot be made: the refusal, else ErrClosed.
+func (p *Peer) closedErrLocked() error {
+	if p.refused != nil {
+		return p.refused
+	}
+	return ErrClosed
+}
+
 // Call sends a request and decodes its result into result (which may be
 // nil). When ctx ends first, the peer is told to cancel ("$/cancel") and
-// ctx's error is returned. An error response is returned as *errcode.Error.
+// ctx's error is returned. An error response is returned as
+// *errcode.Error; so is a refusal of the whole connection (an error
+// response with id null, e.g. busy), for this call and every later one.
 func (p *Peer) Call(ctx context.Context, method string, params, result any) error {
 	return p.CallGrace(ctx, 0, method, params, result)
 }
@@ -436,8 +480,9 @@ func (p *Peer) CallGrace(ctx context.Context, grace time.Duration, method string
 	ch := make(chan response, 1)
 	p.mu.Lock()
 	if p.closed {
+		err := p.closedErrLocked()
 		p.mu.Unlock()
-		return ErrClosed
+		return err
 	}
 	p.nextID++
 	id := p.nextID
@@ -446,7 +491,20 @@ func (p *Peer) CallGrace(ctx context.Context, grace time.Duration, method string
 	idRaw, _ := json.Marshal(id)
 	if err := p.write(message{JSONRPC: "2.0", ID: idRaw, Method: method, Params: raw}); err != nil {
 		p.forget(id)
-		if errors.Is(err, ErrClosed) {
+		// The connection is over; its reader says why within
+		// writeFailGrace (a refusal already sent, or just the end).
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		p.mu.Lock()
+		refused := p.refused
+		p.mu.Unlock()
+		switch {
+		case refused != nil:
+			return refused
+		case errors.Is(err, ErrClosed):
 			return ErrClosed
 		}
 		return fmt.Errorf("%w: %v", ErrClosed, err)
@@ -510,11 +568,15 @@ func (p *Peer) Close() error {
 	p.closed = true
 	calls := p.calls
 	p.calls = map[int64]chan response{}
+	failed := p.closedErrLocked()
 	for _, cancel := range p.serving {
 		cancel()
 	}
 	if p.idle != nil {
 		p.idle.Stop()
+	}
+	if p.failing != nil {
+		p.failing.Stop()
 	}
 	close(p.done)
 	p.mu.Unlock()
@@ -525,7 +587,7 @@ func (p *Peer) Close() error {
 	p.closeErr = err
 	p.mu.Unlock()
 	for _, ch := range calls {
-		ch <- response{err: ErrClosed}
+		ch <- response{err: failed}
 	}
 	return p.closeErr
 }

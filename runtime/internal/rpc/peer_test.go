@@ -144,3 +144,37 @@ func TestCloseFailsCallsInFlight(t *testing.T) {
 		t.Fatalf("call on closed peer = %v", err)
 	}
 }
+
+// TestRefusalOfTheConnection: an error response with id null is the other
+// end refusing the connection (admin's busy): the call in flight and
+// every later call fail with it, not with a bare ErrClosed.
+func TestRefusalOfTheConnection(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("unix", dir+"/l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Write(errcode.ErrorLine(nil, errcode.New(errcode.Busy, "too many").Wire()))
+		c.Close()
+	}()
+	c, err := net.Dial("unix", dir+"/l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(c, nil)
+	done := make(chan struct{})
+	go func() { defer close(done); p.Run(context.Background()) }()
+	for i := range 2 {
+		err := p.Call(context.Background(), "x", nil, nil)
+		if !errors.Is(err, errcode.Busy) {
+			t.Fatalf("call %d: %v, want busy", i, err)
+		}
+	}
+	<-done
+}
