@@ -121,9 +121,6 @@ func NewServer(opts *Options) *Server {
 // Name is the socket name the server listens (or will listen) on.
 func (s *Server) Name() string { return s.name }
 
-// RuntimeUID is the uid of the Runtime peer class.
-func (s *Server) RuntimeUID() int { return s.runtimeUID }
-
 // Methods returns the server's method table, sorted by name.
 func (s *Server) Methods() []Method { return append([]Method(nil), s.methods.methods...) }
 
@@ -225,12 +222,6 @@ func paramProblem(err error) string {
 	}
 	return "malformed"
 }
-
-// StartedAt is when the server was created (the runtime's start).
-func (s *Server) StartedAt() time.Time { return s.started }
-
-// Version is the runtime version given in Options.
-func (s *Server) Version() string { return s.version }
 
 // serveConn runs the connection on the runtime's RPC peer as a server of
 // requests only: answered one at a time, in order; a request the peer
