@@ -37,7 +37,7 @@ func BenchmarkCtlStatus(b *testing.B) {
 	}
 	defer s.Close()
 	for b.Loop() {
-		if code := Ctl(context.Background(), []string{"--socket-prefix", names.Prefix, "status"}, CtlIO{}); code != ExitOK {
+		if code := Ctl(context.Background(), Verbs(), []string{"--socket-prefix", names.Prefix, "status"}, CtlIO{}); code != ExitOK {
 			b.Fatalf("exit %d", code)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentoslab/agentlab/runtime/errcode"
@@ -76,33 +75,24 @@ func (e *UsageError) Error() string { return e.Msg }
 // Usagef returns a *UsageError.
 func Usagef(format string, args ...any) error { return &UsageError{Msg: fmt.Sprintf(format, args...)} }
 
-var verbs struct {
-	mu sync.Mutex
-	vs []Verb // sorted by path
-}
+// verbTable is a ctl verb table sorted by path.
+type verbTable []Verb
 
-// RegisterVerb adds ctl verbs. A duplicate group+name, or a verb without
-// a name or method, panics.
-func RegisterVerb(vs ...Verb) {
-	verbs.mu.Lock()
-	defer verbs.mu.Unlock()
+// newVerbTable sorts vs. A duplicate group+name, or a verb without a name
+// or method, is a programming error of the wiring and panics.
+func newVerbTable(vs []Verb) verbTable {
+	t := make(verbTable, 0, len(vs))
 	for _, v := range vs {
 		if v.Name == "" || v.Method == "" || strings.ContainsAny(v.Group+v.Name, " \t") {
 			panic(fmt.Sprintf("admin: bad verb %q %q", v.Group, v.Name))
 		}
-		i, found := slices.BinarySearchFunc(verbs.vs, v.path(), func(e Verb, p string) int { return strings.Compare(e.path(), p) })
+		i, found := slices.BinarySearchFunc(t, v.path(), func(e Verb, p string) int { return strings.Compare(e.path(), p) })
 		if found {
-			panic("admin: verb registered twice: " + v.path())
+			panic("admin: verb listed twice: " + v.path())
 		}
-		verbs.vs = slices.Insert(verbs.vs, i, v)
+		t = slices.Insert(t, i, v)
 	}
-}
-
-// Verbs returns the registered verbs sorted by group and name.
-func Verbs() []Verb {
-	verbs.mu.Lock()
-	defer verbs.mu.Unlock()
-	return slices.Clone(verbs.vs)
+	return t
 }
 
 // CtlIO is where ctl reads and writes.
@@ -112,14 +102,17 @@ type CtlIO struct {
 	Stderr io.Writer
 }
 
-// Ctl runs `agentosd ctl` with args (after "ctl") and returns the exit
-// code:
+// Ctl runs `agentosd ctl` with args (after "ctl") over verbs (the
+// runtime's whole verb table, which the composition root assembles) and
+// returns the exit code:
 //
 //	agentosd ctl [--socket-prefix P] [--socket-dir D] [--timeout D] <group> <verb> [args] [--json]
 //
 // Human text by default; --json prints the raw result (or the wire
-// error) as received.
-func Ctl(ctx context.Context, args []string, cio CtlIO) int {
+// error) as received. --help (or -h, or `help [group [verb]]`) anywhere
+// before a "--" prints the help of what precedes it on stdout and exits 0.
+func Ctl(ctx context.Context, verbs []Verb, args []string, cio CtlIO) int {
+	vt := newVerbTable(verbs)
 	if cio.Stdin == nil {
 		cio.Stdin = strings.NewReader("")
 	}
@@ -136,20 +129,31 @@ func Ctl(ctx context.Context, args []string, cio CtlIO) int {
 	timeout := fs.Duration("timeout", 0, "bound for the call (default per verb)")
 	asJSON := fs.Bool("json", false, "print raw JSON")
 	if err := fs.Parse(args); err != nil {
-		return ctlUsage(cio.Stderr, err.Error())
+		if errors.Is(err, flag.ErrHelp) {
+			vt.help(cio.Stdout, nil)
+			return ExitOK
+		}
+		return vt.usage(cio.Stderr, err.Error())
 	}
 	rest, jsonFlag := stripJSONFlag(fs.Args())
 	*asJSON = *asJSON || jsonFlag
 	if len(rest) == 0 {
-		return ctlUsage(cio.Stderr, "missing command")
+		return vt.usage(cio.Stderr, "missing command")
 	}
-	if rest[0] == "help" {
-		printVerbs(cio.Stdout)
+	if words, ok := helpWords(rest); ok {
+		if !vt.help(cio.Stdout, words) {
+			return vt.usage(cio.Stderr, fmt.Sprintf("unknown command %q", strings.Join(words, " ")))
+		}
 		return ExitOK
 	}
-	v, vargs, ok := findVerb(rest)
+	v, vargs, ok := vt.find(rest)
 	if !ok {
-		return ctlUsage(cio.Stderr, fmt.Sprintf("unknown command %q", strings.Join(rest[:min(2, len(rest))], " ")))
+		if len(rest) == 1 && vt.isGroup(rest[0]) {
+			fmt.Fprintf(cio.Stderr, "agentosd ctl: %s needs a verb\n", rest[0])
+			vt.help(cio.Stderr, rest[:1])
+			return ExitUsage
+		}
+		return vt.usage(cio.Stderr, fmt.Sprintf("unknown command %q", strings.Join(rest[:min(2, len(rest))], " ")))
 	}
 
 	var params any
@@ -159,7 +163,7 @@ func Ctl(ctx context.Context, args []string, cio CtlIO) int {
 		if err != nil {
 			var ue *UsageError
 			if errors.As(err, &ue) {
-				return ctlUsage(cio.Stderr, fmt.Sprintf("%s: %s (usage: agentosd ctl %s %s)", v.path(), ue.Msg, v.path(), v.Args))
+				return vt.usage(cio.Stderr, fmt.Sprintf("%s: %s (usage: agentosd ctl %s %s)", v.path(), ue.Msg, v.path(), v.Args))
 			}
 			fmt.Fprintf(cio.Stderr, "agentosd ctl %s: %v\n", v.path(), err)
 			return ExitFailed
@@ -169,7 +173,7 @@ func Ctl(ctx context.Context, args []string, cio CtlIO) int {
 		}
 		params = p
 	} else if len(vargs) > 0 {
-		return ctlUsage(cio.Stderr, fmt.Sprintf("%s takes no arguments", v.path()))
+		return vt.usage(cio.Stderr, fmt.Sprintf("%s takes no arguments", v.path()))
 	}
 	if *timeout > 0 {
 		callTimeout = *timeout
@@ -249,16 +253,36 @@ func stripJSONFlag(args []string) ([]string, bool) {
 	return out, found
 }
 
-func findVerb(rest []string) (Verb, []string, bool) {
-	vs := Verbs()
+// helpWords reports a request for help and the command words it is
+// about: "help [words]", or words followed by --help or -h (before a
+// "--" that starts an app's own command line).
+func helpWords(rest []string) ([]string, bool) {
+	if rest[0] == "help" {
+		return rest[1:], true
+	}
+	var words []string
+	for _, a := range rest {
+		switch {
+		case a == "--":
+			return nil, false
+		case a == "--help" || a == "-help" || a == "-h":
+			return words, true
+		case !strings.HasPrefix(a, "-"):
+			words = append(words, a)
+		}
+	}
+	return nil, false
+}
+
+func (vt verbTable) find(rest []string) (Verb, []string, bool) {
 	if len(rest) >= 2 {
-		for _, v := range vs {
+		for _, v := range vt {
 			if v.Group == rest[0] && v.Name == rest[1] {
 				return v, rest[2:], true
 			}
 		}
 	}
-	for _, v := range vs {
+	for _, v := range vt {
 		if v.Group == "" && v.Name == rest[0] {
 			return v, rest[1:], true
 		}
@@ -266,17 +290,76 @@ func findVerb(rest []string) (Verb, []string, bool) {
 	return Verb{}, nil, false
 }
 
-func ctlUsage(w io.Writer, msg string) int {
+func (vt verbTable) isGroup(name string) bool {
+	return slices.ContainsFunc(vt, func(v Verb) bool { return v.Group == name })
+}
+
+const ctlSynopsis = "usage: agentosd ctl [--socket-prefix P] [--socket-dir D] [--timeout D] <command> [args] [--json]"
+
+func (vt verbTable) usage(w io.Writer, msg string) int {
 	fmt.Fprintf(w, "agentosd ctl: %s\n", msg)
-	fmt.Fprintln(w, "usage: agentosd ctl [--socket-prefix P] [--socket-dir D] [--timeout D] <command> [args] [--json]")
-	fmt.Fprintln(w, "commands (agentosd ctl help):")
-	printVerbs(w)
+	fmt.Fprintln(w, ctlSynopsis)
+	fmt.Fprintln(w, "commands (agentosd ctl --help):")
+	vt.list(w, "")
 	return ExitUsage
 }
 
-func printVerbs(w io.Writer) {
-	for _, v := range Verbs() {
+// help prints the help of the command named by words (all commands for
+// none); it reports false when words name nothing.
+func (vt verbTable) help(w io.Writer, words []string) bool {
+	switch {
+	case len(words) == 0:
+		fmt.Fprintln(w, "agentosd ctl: the owner's control commands, sent to a running runtime on its admin socket")
+		fmt.Fprintln(w, "(root, shell and the runtime's own uid only).")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, ctlSynopsis)
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "flags:")
+		fmt.Fprintln(w, "  --socket-prefix P   socket-name prefix of the runtime (serve --socket-prefix)")
+		fmt.Fprintln(w, "  --socket-dir D      directory of socket files (systems without abstract sockets)")
+		fmt.Fprintln(w, "  --timeout D         bound for the call (default per command)")
+		fmt.Fprintln(w, "  --json              print the raw JSON result (or error)")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "commands:")
+		vt.list(w, "")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "agentosd ctl <command> --help shows one command.")
+		fmt.Fprintf(w, "exit codes: %d ok, %d refused or failed, %d usage, %d runtime not reachable\n", ExitOK, ExitFailed, ExitUsage, ExitUnreachable)
+		return true
+	case len(words) >= 2:
+		if v, _, ok := vt.find(words); ok && v.Group != "" {
+			vt.verbHelp(w, v)
+			return true
+		}
+	}
+	if v, _, ok := vt.find(words[:1]); ok && v.Group == "" {
+		vt.verbHelp(w, v)
+		return true
+	}
+	if !vt.isGroup(words[0]) {
+		return false
+	}
+	fmt.Fprintf(w, "usage: agentosd ctl %s <verb> [args] [--json]\n\nverbs:\n", words[0])
+	vt.list(w, words[0])
+	return true
+}
+
+func (vt verbTable) verbHelp(w io.Writer, v Verb) {
+	fmt.Fprintf(w, "usage: agentosd ctl %s [--json]\n\n", strings.TrimSpace(v.path()+" "+v.Args))
+	fmt.Fprintf(w, "%s (admin method %s)\n", v.Summary, v.Method)
+}
+
+// list prints the verbs of group ("" lists every verb).
+func (vt verbTable) list(w io.Writer, group string) {
+	for _, v := range vt {
+		if group != "" && v.Group != group {
+			continue
+		}
 		syn := strings.TrimSpace(v.path() + " " + v.Args)
+		if len(syn) > 36 {
+			fmt.Fprintf(w, "  %s\n  %-36s %s\n", syn, "", v.Summary)
+			continue
+		}
 		fmt.Fprintf(w, "  %-36s %s\n", syn, v.Summary)
 	}
 }

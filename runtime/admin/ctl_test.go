@@ -9,10 +9,10 @@ import (
 	"testing"
 )
 
-func init() {
-	// Verbs over the test methods; the registered table is global, so the
-	// test verbs live under their own group.
-	RegisterVerb(
+// testVerbs are the built-in verbs and verbs over the test methods,
+// under their own group.
+func testVerbs() []Verb {
+	return append(Verbs(),
 		Verb{Group: "test", Name: "echo", Method: "echo", Args: "TEXT",
 			Params: func(args []string, stdin io.Reader) (any, error) {
 				if len(args) != 1 {
@@ -32,20 +32,17 @@ func init() {
 				return map[string]string{"text": strings.TrimSpace(string(b))}, err
 			}},
 		Verb{Group: "test", Name: "refused", Method: "fail.refused"},
+		Verb{Group: "test", Name: "missing", Method: "no.such"},
 		Verb{Group: "test", Name: "exit", Method: "echo",
 			Finish: func(raw json.RawMessage, asJSON bool, stdout, stderr io.Writer) int { return 42 }},
 	)
 }
 
-// The verbs above call methods of testMethods, which the registered table
-// does not have; the table test tolerates only registered methods, so it
-// skips the "test" group.
-
 func runCtl(t *testing.T, names string, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	full := append([]string{"--socket-prefix", names}, args...)
-	code := Ctl(context.Background(), full, CtlIO{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb})
+	code := Ctl(context.Background(), testVerbs(), full, CtlIO{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb})
 	return code, out.String(), errb.String()
 }
 
@@ -72,7 +69,8 @@ func TestCtl(t *testing.T) {
 		{"refused text", "", []string{"test", "refused"}, ExitFailed, "", "invalid_state: not now"},
 		{"refused json", "", []string{"test", "refused", "--json"}, ExitFailed, `{"error":{"code":-32042,"message":"invalid_state: not now","data":{"agentosCode":"invalid_state","retryable":false,"details":{"reason":"downgrade"}}}}` + "\n", ""},
 		{"finish sets the exit code", "", []string{"test", "exit"}, 42, "", ""},
-		{"unknown method on the server", "", []string{"status"}, ExitFailed, "", "unknown admin method"},
+		{"unknown method on the server", "", []string{"test", "missing"}, ExitFailed, "", "unknown admin method"},
+		{"usage: a group alone", "", []string{"test"}, ExitUsage, "", "test needs a verb"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,13 +98,12 @@ func TestCtlUnreachable(t *testing.T) {
 	}
 }
 
-func TestCtlStatusAgainstRegisteredMethods(t *testing.T) {
+func TestCtlStatusWithSections(t *testing.T) {
 	t.Parallel()
 	names := testNames(t)
-	s := NewServer(&Options{Name: names.Admin(), Version: "1.2.3"})
-	s.AddStatusSection(StatusSection{Name: "apps", Read: func(context.Context) (any, error) {
+	s := NewServer(&Options{Name: names.Admin(), Version: "1.2.3", Status: []StatusSection{{Name: "apps", Read: func(context.Context) (any, error) {
 		return map[string]int{"installed": 3}, nil
-	}})
+	}}}})
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

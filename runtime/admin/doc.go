@@ -13,45 +13,48 @@
 //
 // # Wire format
 //
-// One JSON object per line, UTF-8, at most MaxRequestChars per request:
+// One JSON-RPC 2.0 message per line, UTF-8, at most MaxRequestChars per
+// request, on the runtime's one RPC peer (runtime/internal/rpc) as a
+// server of requests only:
 //
 //	→ {"id":1,"method":"status","params":{}}
-//	← {"id":1,"result":{…}}
-//	← {"id":2,"error":{"code":-32041,"message":"forbidden: …","data":{"agentosCode":"forbidden","retryable":false}}}
+//	← {"jsonrpc":"2.0","id":1,"result":{…}}
+//	← {"jsonrpc":"2.0","id":2,"error":{"code":-32041,"message":"forbidden: …","data":{"agentosCode":"forbidden","retryable":false}}}
 //
-// "id" is a number or a string and is echoed; "params" is an object or
-// absent. Errors have the runtime's one wire shape (errcode.WireError).
-// Requests on one connection are answered in order. A line that is not
-// JSON, or not a request, is answered with invalid_params and id null; an
-// over-long line is answered with payload_too_large and the connection is
-// closed.
+// "jsonrpc" may be left out of requests. "id" is a number or a string
+// and is echoed (a request without one is answered with id null);
+// "params" is an object or absent. Errors have the runtime's one wire
+// shape (errcode.WireError). Requests on one connection are answered one
+// at a time, in order. A line that is not JSON, or not a request, is
+// answered with invalid_params and id null; an over-long line is
+// answered with payload_too_large and the connection is closed.
 //
 // # Adding a method
 //
-// Methods live in a sorted table. A feature adds its own in its own file
-// with an init function, and the server wiring provides what the handlers
-// need:
+// A feature exports its methods as a value, each handler bound to the
+// backend it needs, and its ctl verbs; the composition root
+// (runtime/daemon) passes every feature's methods to NewServer and every
+// verb table to Ctl — nothing registers itself:
 //
-//	func init() {
-//		admin.Register(admin.Method{
+//	func AdminMethods(reg *callers.Registry) []admin.Method {
+//		return []admin.Method{{
 //			Name:    "callers.list", // "<group>.<verb>", lowercase
-//			Perm:    admin.Owner,      // or admin.Root, admin.Root|admin.Shell …
+//			Perm:    admin.Owner,     // or admin.Root, admin.Root|admin.Shell …
 //			Summary: "list remembered caller apps",
-//			Handle:  callersList,
-//		})
-//		admin.RegisterVerb(admin.Verb{ // the `agentosd ctl callers list` side
-//			Group: "callers", Name: "list", Method: "callers.list",
-//			Usage: "callers list", Text: printCallers,
-//		})
+//			Handle: func(ctx context.Context, c *admin.Call) (any, error) {
+//				return reg.List(), nil
+//			},
+//		}}
 //	}
 //
-//	func callersList(ctx context.Context, c *admin.Call) (any, error) {
-//		reg, err := admin.Use[*callers.Registry](c) // provided by serve: admin.Provide(srv, reg)
-//		…
+//	func CtlVerbs() []admin.Verb { // the `agentosd ctl callers list` side
+//		return []admin.Verb{{Group: "callers", Name: "list", Method: "callers.list",
+//			Summary: "list caller apps", Text: printCallers}}
 //	}
 //
-// Registering a name twice panics. Handlers return errcode errors; any
-// other error is answered as internal without its text. Secrets (a model
-// key) travel in params that ctl reads from stdin (Verb.Params gets
-// stdin), never from argv, and handlers never log params.
+// A name listed twice panics when the server (or ctl) is built. Handlers
+// return errcode errors; any other error is answered as internal without
+// its text. Secrets (a model key) travel in params that ctl reads from
+// stdin (Verb.Params gets stdin), never from argv, and handlers never log
+// params.
 package admin

@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -121,26 +120,4 @@ func (t *table) lookup(name string) (Method, bool) {
 
 func (t *table) sorted() bool {
 	return slices.IsSortedFunc(t.methods, func(a, b Method) int { return strings.Compare(a.Name, b.Name) })
-}
-
-// registry is the process's method table; features add to it from init
-// functions in their own files (see the package doc).
-var registry struct {
-	mu sync.Mutex
-	t  table
-}
-
-// Register adds methods to the method table. Registering a name twice,
-// a malformed name, an empty Perm or a nil handler panics.
-func Register(ms ...Method) {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	registry.t.add(ms...)
-}
-
-// Methods returns the registered methods sorted by name.
-func Methods() []Method {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	return slices.Clone(registry.t.methods)
 }

@@ -6,15 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"net"
 	"os"
-	"reflect"
-	"sync"
 	"time"
 
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
+	"github.com/agentoslab/agentlab/runtime/internal/rpc"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
 
@@ -33,7 +32,8 @@ const (
 	writeTimeout       = 10 * time.Second
 )
 
-// Options configure a Server. The zero value works.
+// Options configure a Server. The zero value works: a server with the
+// built-in methods only.
 type Options struct {
 	// Name is the socket to listen on; "" means transport.Names{}.Admin().
 	Name string
@@ -42,9 +42,16 @@ type Options struct {
 	RuntimeUID int
 	// Version is the runtime's version, reported by status.
 	Version string
-	// Methods replaces the registered method table (tests); nil uses
-	// Register's table as it is when the server is created.
+	// Methods are the features' methods, each with the backend it needs
+	// bound in (the composition root passes every feature's
+	// AdminMethods). "methods" and "status" are built in.
 	Methods []Method
+	// Status are the sections of the status method's result, besides
+	// the runtime's own fields (see StatusSection).
+	Status []StatusSection
+	// Tasks reports the engine's tasks and safe mode for status; nil
+	// leaves them out.
+	Tasks Tasks
 	// MaxConns bounds concurrent connections; 0 means DefaultMaxConns.
 	MaxConns int
 	// IdleTimeout closes quiet connections; 0 means DefaultIdleTimeout.
@@ -62,19 +69,18 @@ type Server struct {
 	version     string
 	started     time.Time
 	methods     table
+	sections    []StatusSection
+	tasks       Tasks
 	maxConns    int
 	idleTimeout time.Duration
 	logger      *slog.Logger
-
-	depsMu   sync.RWMutex
-	deps     map[reflect.Type]any // guarded by depsMu
-	sections []StatusSection      // guarded by depsMu
 
 	svc   transport.Service // the socket, its connections and goroutines
 	slots chan struct{}     // one per served connection
 }
 
-// NewServer returns a server; call Start to listen.
+// NewServer returns a server; call Start to listen. A malformed or
+// duplicate method panics (a programming error of the wiring).
 func NewServer(opts *Options) *Server {
 	var o Options
 	if opts != nil {
@@ -85,10 +91,11 @@ func NewServer(opts *Options) *Server {
 		runtimeUID:  os.Getuid(),
 		version:     o.Version,
 		started:     time.Now(),
+		sections:    o.Status,
+		tasks:       o.Tasks,
 		maxConns:    o.MaxConns,
 		idleTimeout: o.IdleTimeout,
 		logger:      o.Logger,
-		deps:        make(map[reflect.Type]any),
 	}
 	if o.RuntimeUID > 0 {
 		s.runtimeUID = o.RuntimeUID
@@ -105,11 +112,8 @@ func NewServer(opts *Options) *Server {
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Methods != nil {
-		s.methods.add(o.Methods...)
-	} else {
-		s.methods.add(Methods()...)
-	}
+	s.methods.add(s.builtins()...)
+	s.methods.add(o.Methods...)
 	s.slots = make(chan struct{}, s.maxConns)
 	return s
 }
@@ -117,44 +121,13 @@ func NewServer(opts *Options) *Server {
 // Name is the socket name the server listens (or will listen) on.
 func (s *Server) Name() string { return s.name }
 
-// RuntimeUID is the uid of the Runtime peer class.
-func (s *Server) RuntimeUID() int { return s.runtimeUID }
-
-// Provide makes v available to handlers as Use[T]. Providing the same T
-// again replaces the value. Safe to call while serving (a backend that
-// becomes ready late is provided late; until then Use reports busy).
-func Provide[T any](s *Server, v T) {
-	s.depsMu.Lock()
-	defer s.depsMu.Unlock()
-	s.deps[reflect.TypeFor[T]()] = v
-}
-
-// AddStatusSection adds a section to the status method's result (see
-// StatusSection). Safe to call while serving.
-func (s *Server) AddStatusSection(sec StatusSection) {
-	s.depsMu.Lock()
-	defer s.depsMu.Unlock()
-	s.sections = append(s.sections, sec)
-}
-
-// Use returns the value of type T provided to the call's server, or a
-// busy error when none was provided (yet).
-func Use[T any](c *Call) (T, error) {
-	var zero T
-	t := reflect.TypeFor[T]()
-	c.srv.depsMu.RLock()
-	v, ok := c.srv.deps[t]
-	c.srv.depsMu.RUnlock()
-	if !ok {
-		return zero, errcode.Newf(errcode.Busy, "this runtime has no %s (it is starting, or the feature is not configured)", t)
-	}
-	return v.(T), nil
-}
+// Methods returns the server's method table, sorted by name.
+func (s *Server) Methods() []Method { return append([]Method(nil), s.methods.methods...) }
 
 // Start listens on the server's socket and serves until ctx ends or
 // Close is called.
 func (s *Server) Start(ctx context.Context) error {
-	if err := s.svc.Start(ctx, s.name, s.acceptLoop); err != nil {
+	if err := s.svc.Start(ctx, s.name, s.admit); err != nil {
 		return fmt.Errorf("admin: %w", err)
 	}
 	return nil
@@ -167,40 +140,23 @@ func (s *Server) Close() error {
 	return nil
 }
 
-func (s *Server) acceptLoop(ctx context.Context, ln *transport.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() == nil {
-				s.logger.Warn("admin: accept stopped", "err", err)
-			}
-			return
-		}
-		class := s.classOf(c.Cred().UID)
-		if class == 0 {
-			// Not an owner: close without reading or writing a byte.
-			s.logger.Info("admin: peer refused", "uid", c.Cred().UID)
-			c.Close()
-			continue
-		}
-		select {
-		case s.slots <- struct{}{}:
-		default:
-			s.logger.Warn("admin: too many connections", "uid", c.Cred().UID)
-			writeLine(c, response{ID: nullID, Error: wirePtr(errcode.New(errcode.Busy, "too many admin connections; try again"))})
-			c.Close()
-			continue
-		}
-		if !s.svc.Track(c) {
-			<-s.slots
-			c.Close()
-			return
-		}
-		s.svc.Go(func() {
-			defer func() { <-s.slots }()
-			defer s.svc.Untrack(c)
-			s.serveConn(ctx, c, class)
-		})
+// admit refuses a peer that is not an owner without a byte, and answers
+// busy over MaxConns.
+func (s *Server) admit(c *transport.Conn) transport.Admission {
+	class := s.classOf(c.Cred().UID)
+	if class == 0 {
+		s.logger.Info("admin: peer refused", "uid", c.Cred().UID)
+		return transport.Refuse(nil)
+	}
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		s.logger.Warn("admin: too many connections", "uid", c.Cred().UID)
+		return transport.Refuse(errcode.ErrorLine(nil, errcode.New(errcode.Busy, "too many admin connections; try again").Wire()))
+	}
+	return transport.Admission{
+		Serve: func(ctx context.Context, c *transport.Conn) { s.serveConn(ctx, c, class) },
+		Done:  func() { <-s.slots },
 	}
 }
 
@@ -232,8 +188,6 @@ type Call struct {
 	Class Perm
 	// Params is the raw "params" object ("{}" when absent).
 	Params json.RawMessage
-
-	srv *Server
 }
 
 // Decode unmarshals the params into v strictly: unknown fields and
@@ -269,131 +223,49 @@ func paramProblem(err error) string {
 	return "malformed"
 }
 
-// Server returns the server handling the call (for its RuntimeUID).
-func (c *Call) Server() *Server { return c.srv }
-
-// StartedAt is when the server was created (the runtime's start).
-func (s *Server) StartedAt() time.Time { return s.started }
-
-// Version is the runtime version given in Options.
-func (s *Server) Version() string { return s.version }
-
+// serveConn runs the connection on the runtime's RPC peer as a server of
+// requests only: answered one at a time, in order; a request the peer
+// gives up on (it closes the connection) sees its context end.
 func (s *Server) serveConn(ctx context.Context, c *transport.Conn, class Perm) {
-	type line struct {
-		b   []byte
-		err error
-	}
-	// The reader runs ahead by one line so that a peer that goes away
-	// cancels its call in progress.
-	lines := make(chan line, 1)
-	gone := make(chan struct{})
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		defer close(gone)
-		lr := transport.NewLineReader(c, MaxRequestChars)
-		for {
-			b, err := lr.ReadLine()
-			if err == nil {
-				b = bytes.Clone(b)
-			}
-			select {
-			case lines <- line{b, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	defer func() {
-		c.Close()
-		<-readerDone
-	}()
-	idle := time.NewTimer(s.idleTimeout)
-	defer idle.Stop()
-	for {
-		var l line
-		idle.Reset(s.idleTimeout)
-		select {
-		case l = <-lines:
-		case <-idle.C:
-			return
-		case <-ctx.Done():
-			return
-		}
-		if l.err != nil {
-			if errors.Is(l.err, transport.ErrLineTooLong) {
-				writeLine(c, response{ID: nullID, Error: wirePtr(errcode.Newf(errcode.PayloadTooLarge, "request over %d characters", MaxRequestChars))})
-			}
-			return
-		}
-		if len(bytes.TrimSpace(l.b)) == 0 {
-			continue
-		}
-		resp := s.handle(ctx, gone, c.Cred(), class, l.b)
-		if err := writeLine(c, resp); err != nil {
-			return
-		}
-	}
+	s.serveStream(ctx, c, c.Cred(), class)
 }
 
-// request is one line from a client.
-type request struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
+func (s *Server) serveStream(ctx context.Context, c io.ReadWriteCloser, cred transport.Cred, class Perm) {
+	peer := rpc.New(c, &rpc.Options{
+		Handler: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+			return s.call(ctx, cred, class, method, params)
+		},
+		MaxLineChars:  MaxRequestChars,
+		MaxWriteChars: MaxResultBytes + 1024,
+		MaxInflight:   1,
+		WriteTimeout:  writeTimeout,
+		IdleTimeout:   s.idleTimeout,
+		RequestsOnly:  true,
+		Logger:        s.logger,
+	})
+	peer.Run(ctx)
 }
 
-// response is one line to a client.
-type response struct {
-	ID     json.RawMessage    `json:"id"`
-	Result json.RawMessage    `json:"result,omitempty"`
-	Error  *errcode.WireError `json:"error,omitempty"`
-}
+var nullParams = json.RawMessage("null")
 
-var nullID = json.RawMessage("null")
-
-func wirePtr(e *errcode.Error) *errcode.WireError {
-	w := e.Wire()
-	return &w
-}
-
-func (s *Server) handle(ctx context.Context, gone <-chan struct{}, peer transport.Cred, class Perm, raw []byte) response {
-	var req request
-	if err := json.Unmarshal(raw, &req); err != nil {
-		return response{ID: nullID, Error: wirePtr(errcode.New(errcode.InvalidParams, "the request is not a JSON object"))}
-	}
-	id := nullID
-	if len(req.ID) > 0 {
-		switch b := bytes.TrimSpace(req.ID); {
-		case len(b) > 0 && (b[0] == '"' || b[0] == '-' || (b[0] >= '0' && b[0] <= '9')):
-			id = b
-		case bytes.Equal(b, nullID):
-		default:
-			return response{ID: nullID, Error: wirePtr(errcode.New(errcode.InvalidParams, `"id" must be a number or a string`))}
-		}
-	}
-	if req.Method == "" {
-		return response{ID: id, Error: wirePtr(errcode.New(errcode.InvalidParams, `the request has no "method"`))}
-	}
-	params := bytes.TrimSpace(req.Params)
-	if len(params) == 0 || bytes.Equal(params, nullID) {
+// call checks and runs one method call. The result is returned encoded,
+// so that its size is checked here.
+func (s *Server) call(ctx context.Context, peer transport.Cred, class Perm, method string, raw json.RawMessage) (any, error) {
+	params := bytes.TrimSpace(raw)
+	if len(params) == 0 || bytes.Equal(params, nullParams) {
 		params = json.RawMessage("{}")
 	} else if params[0] != '{' {
-		return response{ID: id, Error: wirePtr(errcode.New(errcode.InvalidParams, `"params" must be an object`))}
+		return nil, errcode.New(errcode.InvalidParams, `"params" must be an object`)
 	}
-
 	start := time.Now()
-	m, ok := s.methods.lookup(req.Method)
+	m, ok := s.methods.lookup(method)
 	if !ok {
 		s.logger.Info("admin: unknown method", "uid", peer.UID)
-		return response{ID: id, Error: wirePtr(errcode.Newf(errcode.Unsupported, "unknown admin method %q", clip(req.Method, 64)))}
+		return nil, errcode.Newf(errcode.Unsupported, "unknown admin method %q", clip(method, 64))
 	}
 	if class&m.Perm == 0 {
 		s.logger.Info("admin: refused", "method", m.Name, "uid", peer.UID)
-		return response{ID: id, Error: wirePtr(errcode.Newf(errcode.Forbidden, "%s is for %s only", m.Name, m.Perm))}
+		return nil, errcode.Newf(errcode.Forbidden, "%s is for %s only", m.Name, m.Perm)
 	}
 	timeout := m.Timeout
 	if timeout == 0 {
@@ -401,17 +273,9 @@ func (s *Server) handle(ctx context.Context, gone <-chan struct{}, peer transpor
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	go func() {
-		select {
-		case <-gone:
-			cancel()
-		case <-cctx.Done():
-		}
-	}()
 
-	call := &Call{Method: m.Name, Peer: peer, Class: class, Params: params, srv: s}
-	res, err := s.run(cctx, m, call)
-	var resp response
+	res, err := s.run(cctx, m, &Call{Method: m.Name, Peer: peer, Class: class, Params: params})
+	var out json.RawMessage
 	if err == nil {
 		b, merr := json.Marshal(res)
 		switch {
@@ -420,20 +284,19 @@ func (s *Server) handle(ctx context.Context, gone <-chan struct{}, peer transpor
 		case len(b) > MaxResultBytes:
 			err = errcode.Newf(errcode.Internal, "the result is over %d bytes", MaxResultBytes)
 		default:
-			resp = response{ID: id, Result: b}
+			out = b
 		}
 	}
 	if err != nil {
 		e := errcode.From(err)
-		resp = response{ID: id, Error: wirePtr(e)}
 		s.logger.Info("admin: call failed", "method", m.Name, "uid", peer.UID, "code", string(e.Code), "ms", time.Since(start).Milliseconds())
 		if e.Err != nil && e.Code == errcode.Internal {
 			s.logger.Warn("admin: internal error", "method", m.Name, "err", e.Err)
 		}
-	} else {
-		s.logger.Debug("admin: call", "method", m.Name, "uid", peer.UID, "ms", time.Since(start).Milliseconds())
+		return nil, e
 	}
-	return resp
+	s.logger.Debug("admin: call", "method", m.Name, "uid", peer.UID, "ms", time.Since(start).Milliseconds())
+	return out, nil
 }
 
 // run calls the handler, turning a panic into internal.
@@ -445,17 +308,6 @@ func (s *Server) run(ctx context.Context, m Method, c *Call) (res any, err error
 		}
 	}()
 	return m.Handle(ctx, c)
-}
-
-func writeLine(c net.Conn, r response) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	c.SetWriteDeadline(time.Now().Add(writeTimeout))
-	_, err = c.Write(b)
-	return err
 }
 
 func clip(s string, n int) string {

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv("ADMIN_TEST_CTL") == "1" {
 		// agentosd ctl as another uid.
-		os.Exit(Ctl(context.Background(), os.Args[1:], CtlIO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}))
+		os.Exit(Ctl(context.Background(), testVerbs(), os.Args[1:], CtlIO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}))
 	}
 	os.Exit(m.Run())
 }
@@ -79,13 +79,6 @@ func testMethods() []Method {
 		{Name: "fail.refused", Perm: Owner, Handle: func(ctx context.Context, c *Call) (any, error) {
 			return nil, errcode.New(errcode.InvalidState, "not now").WithDetails(map[string]any{"reason": "downgrade"})
 		}},
-		{Name: "need.dep", Perm: Owner, Handle: func(ctx context.Context, c *Call) (any, error) {
-			v, err := Use[*depValue](c)
-			if err != nil {
-				return nil, err
-			}
-			return v.n, nil
-		}},
 		{Name: "only.shell", Perm: Shell, Handle: func(ctx context.Context, c *Call) (any, error) { return "ok", nil }},
 		{Name: "slow", Perm: Owner, Timeout: 30 * time.Second, Handle: func(ctx context.Context, c *Call) (any, error) {
 			<-ctx.Done()
@@ -94,8 +87,6 @@ func testMethods() []Method {
 		}},
 	}
 }
-
-type depValue struct{ n int }
 
 var slowEnded = make(chan error, 4)
 
@@ -168,8 +159,8 @@ func wireOf(t *testing.T, raw json.RawMessage) errcode.WireError {
 	return w
 }
 
-func TestRegisteredTableIsSortedAndValid(t *testing.T) {
-	ms := Methods()
+func TestTableIsSortedAndValid(t *testing.T) {
+	ms := NewServer(&Options{Methods: testMethods()}).Methods()
 	if !slices.IsSortedFunc(ms, func(a, b Method) int { return strings.Compare(a.Name, b.Name) }) {
 		t.Fatalf("method table not sorted")
 	}
@@ -186,12 +177,8 @@ func TestRegisteredTableIsSortedAndValid(t *testing.T) {
 			t.Errorf("built-in method %s missing", want)
 		}
 	}
-	vs := Verbs()
-	if !slices.IsSortedFunc(vs, func(a, b Verb) int { return strings.Compare(a.path(), b.path()) }) {
-		t.Fatalf("verb table not sorted")
-	}
-	for _, v := range vs {
-		if v.Group == "test" { // ctl_test.go's verbs over the test table
+	for _, v := range testVerbs() {
+		if v.Method == "no.such" { // ctl_test's verb for a method the server lacks
 			continue
 		}
 		if !slices.ContainsFunc(ms, func(m Method) bool { return m.Name == v.Method }) {
@@ -234,8 +221,7 @@ func TestTableAddPanics(t *testing.T) {
 
 func TestProtocol(t *testing.T) {
 	t.Parallel()
-	s, names := startServer(t, nil)
-	Provide(s, &depValue{n: 7})
+	_, names := startServer(t, nil)
 	rc := dialRaw(t, names.Admin())
 
 	tests := []struct {
@@ -251,7 +237,6 @@ func TestProtocol(t *testing.T) {
 		{name: "string id", line: `{"id":"a-1","method":"echo","params":{"text":""}}`, wantID: `"a-1"`, result: `{"class":"root","text":"","uid":0}`},
 		{name: "absent params", line: `{"id":2,"method":"echo"}`, wantID: "2", result: `{"class":"root","text":"","uid":0}`},
 		{name: "null params", line: `{"id":3,"method":"echo","params":null}`, wantID: "3", result: `{"class":"root","text":"","uid":0}`},
-		{name: "dependency", line: `{"id":4,"method":"need.dep"}`, wantID: "4", result: `7`},
 		{name: "unknown method", line: `{"id":5,"method":"nope"}`, wantID: "5", wantCode: errcode.Unsupported, wantText: `unknown admin method "nope"`},
 		{name: "not json", line: `{"id":6,`, wantID: "null", wantCode: errcode.InvalidParams},
 		{name: "not an object", line: `[1,2]`, wantID: "null", wantCode: errcode.InvalidParams},
@@ -263,6 +248,7 @@ func TestProtocol(t *testing.T) {
 		{name: "forbidden", line: `{"id":11,"method":"only.shell"}`, wantID: "11", wantCode: errcode.Forbidden, wantText: "only.shell is for shell only"},
 		{name: "internal hides text", line: `{"id":12,"method":"fail.internal"}`, wantID: "12", wantCode: errcode.Internal, noText: "secret"},
 		{name: "panic", line: `{"id":13,"method":"fail.panic"}`, wantID: "13", wantCode: errcode.Internal, noText: "boom"},
+		{name: "no id is answered with null", line: `{"method":"echo","params":{"text":"n"}}`, wantID: "null", result: `{"class":"root","text":"n","uid":0}`},
 		{name: "refusal with details", line: `{"id":14,"method":"fail.refused"}`, wantID: "14", wantCode: errcode.InvalidState, wantText: "invalid_state: not now"},
 	}
 	for _, tt := range tests {
@@ -298,7 +284,9 @@ func TestProtocol(t *testing.T) {
 	}
 }
 
-func TestMissingDependencyIsBusy(t *testing.T) {
+// TestRefusalKeepsTheConnection: a call that fails leaves the connection
+// usable for the next one.
+func TestRefusalKeepsTheConnection(t *testing.T) {
 	t.Parallel()
 	_, names := startServer(t, nil)
 	c, err := Dial(context.Background(), names.Admin())
@@ -306,11 +294,10 @@ func TestMissingDependencyIsBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	err = c.Call(context.Background(), "need.dep", nil, nil)
-	if !errors.Is(err, errcode.Busy) {
-		t.Fatalf("err = %v, want busy", err)
+	err = c.Call(context.Background(), "fail.refused", nil, nil)
+	if !errors.Is(err, errcode.InvalidState) {
+		t.Fatalf("err = %v, want invalid_state", err)
 	}
-	// The connection stays usable after a refusal.
 	var res map[string]any
 	if err := c.Call(context.Background(), "echo", map[string]string{"text": "again"}, &res); err != nil || res["text"] != "again" {
 		t.Fatalf("echo after refusal: %v %v", res, err)
@@ -368,6 +355,18 @@ func TestTooManyConnections(t *testing.T) {
 	if w := wireOf(t, m["error"]); w.Data.AgentosCode != string(errcode.Busy) {
 		t.Fatalf("third connection got %+v, want busy", w)
 	}
+	// The client reports the refusal of its connection as busy, on the
+	// call and after it (ctl says "busy", not "closed without answering").
+	c, err := Dial(context.Background(), names.Admin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := c.Call(context.Background(), "echo", nil, nil); !errors.Is(err, errcode.Busy) {
+			t.Fatalf("call on a refused connection: %v, want busy", err)
+		}
+	}
+	c.Close()
 	held[0].c.Close()
 	// The slot frees once the server notices the close.
 	deadline := time.Now().Add(10 * time.Second)

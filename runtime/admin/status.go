@@ -9,24 +9,17 @@ import (
 	"os"
 	"slices"
 	"time"
-
-	"github.com/agentoslab/agentlab/runtime/platform"
 )
 
 // Tasks reports the engine's running and queued tasks and whether it is
-// in safe mode, for the status method. Serve provides it:
-//
-//	admin.Provide(srv, admin.Tasks(func() (int, int, bool) {
-//		st := eng.Stats()
-//		return st.Running, st.Queued, eng.SafeMode()
-//	}))
+// in safe mode, for the status method (Options.Tasks).
 type Tasks func() (running, queued int, safeMode bool)
 
 // StatusSection adds one named section to the status result; features
-// that want to show something in `agentosd ctl status` add theirs with
-// Server.AddStatusSection (the apps table adds "apps", the supervisor's
-// status file adds "supervisor"). A section that fails is reported as
-// {"error": "..."} and does not fail the call.
+// that want to show something in `agentosd ctl status` give the
+// composition root theirs for Options.Status (the package table's
+// "apps", the supervisor's status file's "supervisor"). A section that
+// fails is reported as {"error": "..."} and does not fail the call.
 type StatusSection struct {
 	Name string
 	Read func(ctx context.Context) (any, error)
@@ -38,15 +31,20 @@ type TaskCounts struct {
 	Queued  int `json:"queued"`
 }
 
-func init() {
-	Register(
-		Method{Name: "methods", Perm: Owner, Summary: "list the admin methods and who may call them", Handle: listMethods},
-		Method{Name: "status", Perm: Owner, Summary: "runtime version, pid, uptime, safe mode, tasks, apps, supervisor", Handle: status},
-	)
-	RegisterVerb(
-		Verb{Name: "methods", Method: "methods", Summary: "list the admin methods", Text: printMethods},
-		Verb{Name: "status", Method: "status", Summary: "show the runtime's status", Text: printStatus},
-	)
+// builtins are the methods every admin server has.
+func (s *Server) builtins() []Method {
+	return []Method{
+		{Name: "methods", Perm: Owner, Summary: "list the admin methods and who may call them", Handle: s.listMethods},
+		{Name: "status", Perm: Owner, Summary: "runtime version, pid, uptime, safe mode, tasks, apps, supervisor", Handle: s.status},
+	}
+}
+
+// Verbs are the ctl verbs of the built-in methods.
+func Verbs() []Verb {
+	return []Verb{
+		{Name: "methods", Method: "methods", Summary: "list the admin methods", Text: printMethods},
+		{Name: "status", Method: "status", Summary: "show the runtime's status", Text: printStatus},
+	}
 }
 
 type methodInfo struct {
@@ -55,9 +53,9 @@ type methodInfo struct {
 	Summary string `json:"summary,omitempty"`
 }
 
-func listMethods(ctx context.Context, c *Call) (any, error) {
-	out := make([]methodInfo, 0, len(c.srv.methods.methods))
-	for _, m := range c.srv.methods.methods {
+func (s *Server) listMethods(ctx context.Context, c *Call) (any, error) {
+	out := make([]methodInfo, 0, len(s.methods.methods))
+	for _, m := range s.methods.methods {
 		out = append(out, methodInfo{m.Name, m.Perm.String(), m.Summary})
 	}
 	return out, nil
@@ -74,8 +72,7 @@ func printMethods(w io.Writer, raw json.RawMessage) error {
 	return nil
 }
 
-func status(ctx context.Context, c *Call) (any, error) {
-	s := c.srv
+func (s *Server) status(ctx context.Context, c *Call) (any, error) {
 	now := time.Now()
 	out := map[string]any{
 		"version":   s.version,
@@ -84,23 +81,17 @@ func status(ctx context.Context, c *Call) (any, error) {
 		"startedAt": s.started.UnixMilli(),
 		"uptimeMs":  now.Sub(s.started).Milliseconds(),
 		"safeMode":  false,
-		// What the runtime found on this system: Android or not, its zone,
-		// temp folder and resolver (runtime/platform).
-		"platform": platform.Current().Info(),
 	}
 	// The supplementary groups the supervisor gave (inet: the network).
 	if groups, err := os.Getgroups(); err == nil {
 		out["groups"] = groups
 	}
-	if tasks, err := Use[Tasks](c); err == nil && tasks != nil {
-		running, queued, safe := tasks()
+	if s.tasks != nil {
+		running, queued, safe := s.tasks()
 		out["safeMode"] = safe
 		out["tasks"] = TaskCounts{Running: running, Queued: queued}
 	}
-	s.depsMu.RLock()
-	secs := slices.Clone(s.sections)
-	s.depsMu.RUnlock()
-	for _, sec := range secs {
+	for _, sec := range s.sections {
 		v, err := sec.Read(ctx)
 		if err != nil {
 			v = map[string]string{"error": err.Error()}

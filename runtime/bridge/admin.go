@@ -12,29 +12,39 @@ import (
 	"github.com/agentoslab/agentlab/runtime/errcode"
 )
 
-// The desktop.* admin methods. serve provides the bridge:
-//
-//	admin.Provide(adminSrv, bridge) // *bridge.Bridge
-//
-// The pairing code travels only in the result of desktop.enable and
-// desktop.code, to the owner who asked; it is never logged.
-func init() {
-	admin.Register(
-		admin.Method{Name: "desktop.code", Perm: admin.Owner, Summary: "show a new pairing code", Handle: desktopCode},
-		admin.Method{Name: "desktop.disable", Perm: admin.Owner, Summary: "turn desktop access off (drops every pairing)", Handle: desktopDisable},
-		admin.Method{Name: "desktop.enable", Perm: admin.Owner, Summary: "turn desktop access on and show a pairing code", Handle: desktopEnable},
-		admin.Method{Name: "desktop.list", Perm: admin.Owner, Summary: "list paired computers", Handle: desktopList},
-		admin.Method{Name: "desktop.revoke", Perm: admin.Owner, Summary: "revoke one paired computer", Handle: desktopRevoke},
-		admin.Method{Name: "desktop.status", Perm: admin.Owner, Summary: "desktop access status and recent closes", Handle: desktopStatus},
-	)
-	admin.RegisterVerb(
-		admin.Verb{Group: "desktop", Name: "enable", Method: "desktop.enable", Summary: "turn desktop access on; prints a pairing code", Text: printCode},
-		admin.Verb{Group: "desktop", Name: "disable", Method: "desktop.disable", Summary: "turn desktop access off and forget every computer", Text: printStatus},
-		admin.Verb{Group: "desktop", Name: "code", Method: "desktop.code", Summary: "print a new pairing code (replaces the old one)", Text: printCode},
-		admin.Verb{Group: "desktop", Name: "revoke", Method: "desktop.revoke", Args: "PAIRING_ID", Summary: "revoke a paired computer", Params: idParams, Text: printStatus},
-		admin.Verb{Group: "desktop", Name: "list", Method: "desktop.list", Summary: "list paired computers", Text: printList},
-		admin.Verb{Group: "desktop", Name: "status", Method: "desktop.status", Summary: "desktop access status", Text: printStatus},
-	)
+// AdminMethods are the desktop.* admin methods over b. The pairing code
+// travels only in the result of desktop.enable and desktop.code, to the
+// owner who asked; it is never logged.
+func AdminMethods(b *Bridge) []admin.Method {
+	return []admin.Method{
+		{Name: "desktop.code", Perm: admin.Owner, Summary: "show a new pairing code", Handle: b.adminCode},
+		{Name: "desktop.disable", Perm: admin.Owner, Summary: "turn desktop access off (drops every pairing)", Handle: b.adminDisable},
+		{Name: "desktop.enable", Perm: admin.Owner, Summary: "turn desktop access on and show a pairing code", Handle: b.adminEnable},
+		{Name: "desktop.list", Perm: admin.Owner, Summary: "list paired computers", Handle: b.adminList},
+		{Name: "desktop.revoke", Perm: admin.Owner, Summary: "revoke one paired computer", Handle: b.adminRevoke},
+		{Name: "desktop.status", Perm: admin.Owner, Summary: "desktop access status and recent closes", Handle: b.adminStatus},
+	}
+}
+
+// CtlVerbs are the `agentosd ctl desktop …` verbs.
+func CtlVerbs() []admin.Verb {
+	return []admin.Verb{
+		{Group: "desktop", Name: "enable", Method: "desktop.enable", Summary: "turn desktop access on; prints a pairing code", Text: printCode},
+		{Group: "desktop", Name: "disable", Method: "desktop.disable", Summary: "turn desktop access off and forget every computer", Text: printStatus},
+		{Group: "desktop", Name: "code", Method: "desktop.code", Summary: "print a new pairing code (replaces the old one)", Text: printCode},
+		{Group: "desktop", Name: "revoke", Method: "desktop.revoke", Args: "PAIRING_ID", Summary: "revoke a paired computer", Params: idParams, Text: printStatus},
+		{Group: "desktop", Name: "list", Method: "desktop.list", Summary: "list paired computers", Text: printList},
+		{Group: "desktop", Name: "status", Method: "desktop.status", Summary: "desktop access status", Text: printStatus},
+	}
+}
+
+// StatusSection is the "desktop" section of `agentosd ctl status`.
+func StatusSection(b *Bridge) admin.StatusSection {
+	return admin.StatusSection{Name: "desktop", Read: func(context.Context) (any, error) {
+		st := b.Status()
+		st.Closes = nil
+		return st, nil
+	}}
 }
 
 // CodeResult is the result of desktop.enable and desktop.code.
@@ -45,12 +55,8 @@ type CodeResult struct {
 
 func noParams(c *admin.Call) error { return c.Decode(&struct{}{}) }
 
-func desktopEnable(_ context.Context, c *admin.Call) (any, error) {
+func (b *Bridge) adminEnable(_ context.Context, c *admin.Call) (any, error) {
 	if err := noParams(c); err != nil {
-		return nil, err
-	}
-	b, err := admin.Use[*Bridge](c)
-	if err != nil {
 		return nil, err
 	}
 	code, err := b.Enable()
@@ -60,12 +66,8 @@ func desktopEnable(_ context.Context, c *admin.Call) (any, error) {
 	return CodeResult{Code: code, ExpiresInMs: CodeTTL.Milliseconds()}, nil
 }
 
-func desktopCode(_ context.Context, c *admin.Call) (any, error) {
+func (b *Bridge) adminCode(_ context.Context, c *admin.Call) (any, error) {
 	if err := noParams(c); err != nil {
-		return nil, err
-	}
-	b, err := admin.Use[*Bridge](c)
-	if err != nil {
 		return nil, err
 	}
 	code, err := b.NewCode()
@@ -75,12 +77,8 @@ func desktopCode(_ context.Context, c *admin.Call) (any, error) {
 	return CodeResult{Code: code, ExpiresInMs: CodeTTL.Milliseconds()}, nil
 }
 
-func desktopDisable(_ context.Context, c *admin.Call) (any, error) {
+func (b *Bridge) adminDisable(_ context.Context, c *admin.Call) (any, error) {
 	if err := noParams(c); err != nil {
-		return nil, err
-	}
-	b, err := admin.Use[*Bridge](c)
-	if err != nil {
 		return nil, err
 	}
 	if err := b.Disable(); err != nil {
@@ -89,7 +87,7 @@ func desktopDisable(_ context.Context, c *admin.Call) (any, error) {
 	return b.Status(), nil
 }
 
-func desktopRevoke(_ context.Context, c *admin.Call) (any, error) {
+func (b *Bridge) adminRevoke(_ context.Context, c *admin.Call) (any, error) {
 	var p struct {
 		ID string `json:"id"`
 	}
@@ -99,33 +97,21 @@ func desktopRevoke(_ context.Context, c *admin.Call) (any, error) {
 	if p.ID == "" {
 		return nil, errcode.New(errcode.InvalidParams, `"id" is required`)
 	}
-	b, err := admin.Use[*Bridge](c)
-	if err != nil {
-		return nil, err
-	}
 	if err := b.Revoke(p.ID); err != nil {
 		return nil, err
 	}
 	return b.Status(), nil
 }
 
-func desktopList(_ context.Context, c *admin.Call) (any, error) {
+func (b *Bridge) adminList(_ context.Context, c *admin.Call) (any, error) {
 	if err := noParams(c); err != nil {
-		return nil, err
-	}
-	b, err := admin.Use[*Bridge](c)
-	if err != nil {
 		return nil, err
 	}
 	return b.List(), nil
 }
 
-func desktopStatus(_ context.Context, c *admin.Call) (any, error) {
+func (b *Bridge) adminStatus(_ context.Context, c *admin.Call) (any, error) {
 	if err := noParams(c); err != nil {
-		return nil, err
-	}
-	b, err := admin.Use[*Bridge](c)
-	if err != nil {
 		return nil, err
 	}
 	return b.Status(), nil

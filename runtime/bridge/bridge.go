@@ -127,13 +127,13 @@ type Bridge struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // accept loops and connections
+	wg     sync.WaitGroup // services being closed after a disable
 
 	mu          sync.Mutex // guards the fields below
 	state       State
 	health      string
 	code        *code
-	ln          *transport.Listener
+	svc         *transport.Service // the socket while desktop access is on
 	listenErr   string
 	handshaking map[net.Conn]bool
 	established map[net.Conn]string // pairing id
@@ -200,36 +200,34 @@ func (b *Bridge) Close() error {
 // listenLocked starts the listener; a failure (name squatted) is kept in
 // the status.
 func (b *Bridge) listenLocked() error {
-	if b.ln != nil || b.closed {
+	if b.svc != nil || b.closed {
 		return nil
 	}
-	ln, err := transport.Listen(b.name)
-	if err != nil {
+	svc := new(transport.Service)
+	if err := svc.Start(b.ctx, b.name, b.admit); err != nil {
 		b.listenErr = err.Error()
 		b.log.Error("bridge: cannot listen", "err", err)
 		return fmt.Errorf("bridge: %w", err)
 	}
-	b.ln, b.listenErr = ln, ""
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		b.accept(ln)
-	}()
+	b.svc, b.listenErr = svc, ""
 	return nil
 }
 
-// stopLocked closes the listener and every connection.
+// stopLocked stops the socket and closes every connection. It does not
+// wait: the connections' ends take b.mu, so the service is waited for
+// outside it (here by a goroutine Close waits for).
 func (b *Bridge) stopLocked() {
-	if b.ln != nil {
-		b.ln.Close()
-		b.ln = nil
+	if b.svc == nil {
+		return
 	}
-	for c := range b.handshaking {
-		c.Close()
-	}
-	for c := range b.established {
-		c.Close()
-	}
+	svc := b.svc
+	b.svc = nil
+	svc.Stop()
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		svc.Close()
+	}()
 }
 
 func (b *Bridge) saveLocked() error {
@@ -344,7 +342,7 @@ func (b *Bridge) List() []PairingInfo {
 func (b *Bridge) Status() Status {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := Status{Enabled: b.state.Enabled, Listening: b.ln != nil, ListenError: b.listenErr,
+	s := Status{Enabled: b.state.Enabled, Listening: b.svc != nil, ListenError: b.listenErr,
 		Established: len(b.established), Handshaking: len(b.handshaking), Pairings: len(b.state.Pairings),
 		Health: b.health, Closes: slices.Clone(b.closes)}
 	if b.code != nil {
@@ -368,46 +366,36 @@ func (b *Bridge) record(uid int, reason, pairing string, start time.Time) {
 	}
 }
 
-func (b *Bridge) accept(ln *transport.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		uid := c.Cred().UID
-		start := time.Now()
-		if !slices.Contains(b.uids, uid) {
-			// Not adbd or root: closed without reading a byte.
-			c.Close()
-			b.record(uid, "uid_not_allowed", "", start)
-			continue
-		}
-		b.mu.Lock()
-		full := b.closed || len(b.established) >= MaxEstablished || len(b.handshaking) >= MaxHandshaking
-		if !full {
-			b.handshaking[c] = true
-		}
-		b.mu.Unlock()
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			if full {
-				writeLine(c, busyLine)
-				c.Close()
-				b.record(uid, "busy", "", start)
-				return
-			}
-			b.serveConn(c, start)
-		}()
+// admit closes peers other than adbd and root without reading a byte,
+// and answers busy over the connection limits (spec §8.1).
+func (b *Bridge) admit(c *transport.Conn) transport.Admission {
+	uid := c.Cred().UID
+	start := time.Now()
+	if !slices.Contains(b.uids, uid) {
+		b.record(uid, "uid_not_allowed", "", start)
+		return transport.Refuse(nil)
+	}
+	b.mu.Lock()
+	full := b.closed || len(b.established) >= MaxEstablished || len(b.handshaking) >= MaxHandshaking
+	if !full {
+		b.handshaking[c] = true
+	}
+	b.mu.Unlock()
+	if full {
+		return transport.Admission{Reply: busyLine, Done: func() { b.record(uid, "busy", "", start) }}
+	}
+	return transport.Admission{
+		Serve: func(_ context.Context, c *transport.Conn) { b.serveConn(c, start) },
+		// Also when the service stopped before serving c.
+		Done: func() {
+			b.mu.Lock()
+			delete(b.handshaking, c)
+			b.mu.Unlock()
+		},
 	}
 }
 
-var busyLine = func() []byte {
-	w := errcode.New(errcode.Busy, "too many desktop connections").Wire()
-	w.Data.Details = nil
-	line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": w})
-	return append(line, '\n')
-}()
+var busyLine = errcode.ErrorLine(nil, errcode.New(errcode.Busy, "too many desktop connections").Wire())
 
 func writeLine(c net.Conn, line []byte) error {
 	c.SetWriteDeadline(time.Now().Add(writeTimeout))
@@ -449,8 +437,7 @@ func (b *Bridge) serveConn(c *transport.Conn, start time.Time) {
 	if perr != nil {
 		reason = "auth:" + perr.Reason
 		b.log.Info("bridge: pairing refused", "uid", uid, "reason", perr.Reason)
-		reply, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": perr.ID, "error": perr.Wire()})
-		writeLine(c, append(reply, '\n'))
+		writeLine(c, errcode.ErrorLine(perr.ID, perr.Wire()))
 		return
 	}
 	res := map[string]any{"version": 1, "pairingId": pairing, "maxLineChars": transport.MaxLineChars}

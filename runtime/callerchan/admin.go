@@ -15,30 +15,46 @@ import (
 	"github.com/agentoslab/agentlab/runtime/errcode"
 )
 
-// The callers.* admin methods (the owner's "authorized apps" settings and
-// the authorization cards). serve provides the registry and the server:
-//
-//	admin.Provide(adminSrv, registry)       // *callers.Registry
-//	admin.Provide(adminSrv, callerServer)   // *callerchan.Server (channel counts)
-func init() {
-	admin.Register(
-		admin.Method{Name: "callers.allow", Perm: admin.Owner, Summary: "allow a caller app", Handle: setState(callers.StateAllowed)},
-		admin.Method{Name: "callers.answer", Perm: admin.Owner, Summary: "answer a pending authorization card", Handle: callersAnswer},
-		admin.Method{Name: "callers.config", Perm: admin.Owner, Summary: "set authorization timings (tests); no fields = defaults", Handle: callersConfig},
-		admin.Method{Name: "callers.deny", Perm: admin.Owner, Summary: "deny (revoke) a caller app", Handle: setState(callers.StateDenied)},
-		admin.Method{Name: "callers.list", Perm: admin.Owner, Summary: "list caller apps, cards, channels and revocations", Handle: callersList},
-		admin.Method{Name: "callers.remove", Perm: admin.Owner, Summary: "forget a caller app (it is asked again)", Handle: setState(callers.StateRemoved)},
-		admin.Method{Name: "callers.revoke", Perm: admin.Owner, Summary: "revoke a caller app (= deny)", Handle: setState(callers.StateDenied)},
-	)
-	admin.RegisterVerb(
-		admin.Verb{Group: "callers", Name: "list", Method: "callers.list", Summary: "list caller apps and pending cards", Text: printCallers},
-		admin.Verb{Group: "callers", Name: "allow", Method: "callers.allow", Args: "PACKAGE", Summary: "allow a caller app", Params: packageParams, Text: printState},
-		admin.Verb{Group: "callers", Name: "deny", Method: "callers.deny", Args: "PACKAGE", Summary: "deny a caller app (closes its channels, cancels its tasks)", Params: packageParams, Text: printState},
-		admin.Verb{Group: "callers", Name: "revoke", Method: "callers.revoke", Args: "PACKAGE", Summary: "revoke a caller app (= deny)", Params: packageParams, Text: printState},
-		admin.Verb{Group: "callers", Name: "remove", Method: "callers.remove", Args: "PACKAGE", Summary: "forget a caller app", Params: packageParams, Text: printState},
-		admin.Verb{Group: "callers", Name: "answer", Method: "callers.answer", Args: "REQUEST_ID allow|deny", Summary: "answer an authorization card", Params: answerParams, Text: printAnswer},
-		admin.Verb{Group: "callers", Name: "config", Method: "callers.config", Args: "[--cooldown D] [--ttl D] [--abandon D]", Summary: "set authorization timings (tests)", Params: configParams},
-	)
+// AdminMethods are the callers.* admin methods (the owner's "authorized
+// apps" settings and the authorization cards) over reg; srv, when not
+// nil, adds its channel counts to callers.list.
+func AdminMethods(reg *callers.Registry, srv *Server) []admin.Method {
+	a := adminBackend{reg, srv}
+	return []admin.Method{
+		{Name: "callers.allow", Perm: admin.Owner, Summary: "allow a caller app", Handle: a.setState(callers.StateAllowed)},
+		{Name: "callers.answer", Perm: admin.Owner, Summary: "answer a pending authorization card", Handle: a.answer},
+		{Name: "callers.config", Perm: admin.Owner, Summary: "set authorization timings (tests); no fields = defaults", Handle: a.config},
+		{Name: "callers.deny", Perm: admin.Owner, Summary: "deny (revoke) a caller app", Handle: a.setState(callers.StateDenied)},
+		{Name: "callers.list", Perm: admin.Owner, Summary: "list caller apps, cards, channels and revocations", Handle: a.list},
+		{Name: "callers.remove", Perm: admin.Owner, Summary: "forget a caller app (it is asked again)", Handle: a.setState(callers.StateRemoved)},
+		{Name: "callers.revoke", Perm: admin.Owner, Summary: "revoke a caller app (= deny)", Handle: a.setState(callers.StateDenied)},
+	}
+}
+
+// StatusSection is the "callers" section of `agentosd ctl status`.
+func StatusSection(reg *callers.Registry, srv *Server) admin.StatusSection {
+	return admin.StatusSection{Name: "callers", Read: func(context.Context) (any, error) {
+		snap := reg.List()
+		return map[string]any{"channels": srv.Stats(), "remembered": len(snap.Callers), "waiting": len(snap.Cards), "health": snap.Health}, nil
+	}}
+}
+
+type adminBackend struct {
+	reg *callers.Registry
+	srv *Server
+}
+
+// CtlVerbs are the `agentosd ctl callers …` verbs.
+func CtlVerbs() []admin.Verb {
+	return []admin.Verb{
+		{Group: "callers", Name: "list", Method: "callers.list", Summary: "list caller apps and pending cards", Text: printCallers},
+		{Group: "callers", Name: "allow", Method: "callers.allow", Args: "PACKAGE", Summary: "allow a caller app", Params: packageParams, Text: printState},
+		{Group: "callers", Name: "deny", Method: "callers.deny", Args: "PACKAGE", Summary: "deny a caller app (closes its channels, cancels its tasks)", Params: packageParams, Text: printState},
+		{Group: "callers", Name: "revoke", Method: "callers.revoke", Args: "PACKAGE", Summary: "revoke a caller app (= deny)", Params: packageParams, Text: printState},
+		{Group: "callers", Name: "remove", Method: "callers.remove", Args: "PACKAGE", Summary: "forget a caller app", Params: packageParams, Text: printState},
+		{Group: "callers", Name: "answer", Method: "callers.answer", Args: "REQUEST_ID allow|deny", Summary: "answer an authorization card", Params: answerParams, Text: printAnswer},
+		{Group: "callers", Name: "config", Method: "callers.config", Args: "[--cooldown D] [--ttl D] [--abandon D]", Summary: "set authorization timings (tests)", Params: configParams},
+	}
 }
 
 // ListResult is the result of callers.list.
@@ -58,20 +74,16 @@ func notFound(what string) *errcode.Error {
 	return errcode.New(errcode.InvalidParams, "agentos.acp.not_found: "+what).WithDetails(map[string]any{"reason": "not_found"})
 }
 
-func callersList(_ context.Context, c *admin.Call) (any, error) {
+func (a adminBackend) list(_ context.Context, c *admin.Call) (any, error) {
 	if err := c.Decode(&struct{}{}); err != nil {
 		return nil, err
 	}
-	reg, err := admin.Use[*callers.Registry](c)
-	if err != nil {
-		return nil, err
-	}
-	snap := reg.List()
+	snap := a.reg.List()
 	res := ListResult{Callers: snap.Callers, Cards: snap.Cards, Health: snap.Health, Config: snap.Config,
 		SignatureChanged: snap.SignatureChanged, Revocations: snap.Revocations,
 		Channels: Stats{ThirdParty: snap.ThirdPartyChannels, Open: snap.ThirdPartyChannels}}
-	if srv, err := admin.Use[*Server](c); err == nil {
-		res.Channels = srv.Stats()
+	if a.srv != nil {
+		res.Channels = a.srv.Stats()
 	}
 	if res.Callers == nil {
 		res.Callers = []callers.Item{}
@@ -89,7 +101,7 @@ type StateResult struct {
 	State   callers.State `json:"state"`
 }
 
-func setState(s callers.State) admin.Handler {
+func (a adminBackend) setState(s callers.State) admin.Handler {
 	return func(ctx context.Context, c *admin.Call) (any, error) {
 		var p packageArg
 		if err := c.Decode(&p); err != nil {
@@ -98,11 +110,7 @@ func setState(s callers.State) admin.Handler {
 		if p.Package == "" {
 			return nil, errcode.New(errcode.InvalidParams, `"package" is required`)
 		}
-		reg, err := admin.Use[*callers.Registry](c)
-		if err != nil {
-			return nil, err
-		}
-		switch err := reg.Set(ctx, p.Package, s); {
+		switch err := a.reg.Set(ctx, p.Package, s); {
 		case errors.Is(err, callers.ErrNotFound):
 			return nil, notFound("no caller app " + p.Package)
 		case errors.Is(err, callers.ErrUnavailable):
@@ -125,7 +133,7 @@ type AnswerResult struct {
 	Accepted bool `json:"accepted"`
 }
 
-func callersAnswer(_ context.Context, c *admin.Call) (any, error) {
+func (a adminBackend) answer(_ context.Context, c *admin.Call) (any, error) {
 	var p answerArg
 	if err := c.Decode(&p); err != nil {
 		return nil, err
@@ -133,11 +141,7 @@ func callersAnswer(_ context.Context, c *admin.Call) (any, error) {
 	if p.RequestID == "" || p.Allow == nil {
 		return nil, errcode.New(errcode.InvalidParams, `"requestId" and "allow" are required`)
 	}
-	reg, err := admin.Use[*callers.Registry](c)
-	if err != nil {
-		return nil, err
-	}
-	ok, err := reg.Answer(p.RequestID, *p.Allow)
+	ok, err := a.reg.Answer(p.RequestID, *p.Allow)
 	if err != nil && !ok {
 		return nil, err
 	}
@@ -150,13 +154,9 @@ type configArg struct {
 	AbandonMs  *int64 `json:"abandonMs"`
 }
 
-func callersConfig(_ context.Context, c *admin.Call) (any, error) {
+func (a adminBackend) config(_ context.Context, c *admin.Call) (any, error) {
 	var p configArg
 	if err := c.Decode(&p); err != nil {
-		return nil, err
-	}
-	reg, err := admin.Use[*callers.Registry](c)
-	if err != nil {
 		return nil, err
 	}
 	cfg := callers.Config{}
@@ -176,8 +176,8 @@ func callersConfig(_ context.Context, c *admin.Call) (any, error) {
 			return nil, f
 		}
 	}
-	reg.SetConfig(cfg)
-	return reg.List().Config, nil
+	a.reg.SetConfig(cfg)
+	return a.reg.List().Config, nil
 }
 
 func packageParams(args []string, _ io.Reader) (any, error) {

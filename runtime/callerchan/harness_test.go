@@ -270,10 +270,8 @@ func newRuntimeLookup(t testing.TB, cfg callers.Config, lookup callerchan.Lookup
 		t.Fatal(err)
 	}
 	env.br = br
-	adm := admin.NewServer(&admin.Options{Name: env.names.Admin(), Logger: logger})
-	admin.Provide(adm, reg)
-	admin.Provide(adm, srv)
-	admin.Provide(adm, br)
+	adm := admin.NewServer(&admin.Options{Name: env.names.Admin(), Logger: logger,
+		Methods: append(callerchan.AdminMethods(reg, srv), bridge.AdminMethods(br)...)})
 	if err := adm.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +400,8 @@ func (a *app) do(cmd map[string]any) helperReply {
 func (r *runtimeEnv) ctl(stdin string, args ...string) (int, string) {
 	r.t.Helper()
 	var out, errb bytes.Buffer
-	code := admin.Ctl(context.Background(), append([]string{"--socket-prefix", r.names.Prefix}, args...),
+	verbs := append(append(admin.Verbs(), callerchan.CtlVerbs()...), bridge.CtlVerbs()...)
+	code := admin.Ctl(context.Background(), verbs, append([]string{"--socket-prefix", r.names.Prefix}, args...),
 		admin.CtlIO{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb})
 	if errb.Len() > 0 {
 		r.t.Logf("ctl %v stderr: %s", args, errb.String())

@@ -124,47 +124,23 @@ func (s *Server) Close() error {
 	return nil
 }
 
-func (s *Server) accept(ctx context.Context, ln *transport.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
-				s.log.Warn("callerchan: accept stopped", "err", err)
-			}
-			return
-		}
-		uid := c.Cred().UID
-		// Only this loop adds connections, so the counts cannot grow
-		// between the check and Track.
-		s.mu.Lock()
-		over := s.svc.Open() >= s.o.MaxConns || s.perUID[uid] >= s.o.MaxConnsPerUID
-		s.mu.Unlock()
-		if over {
-			s.log.Warn("callerchan: too many connections", "uid", uid)
-			// Written from its own goroutine: a peer that does not read
-			// must not stall the accept loop.
-			s.svc.Go(func() {
-				writeRefusal(c, &callers.Refusal{Reason: callers.ReasonNotOpen, Text: "too many connections to AgentOS; close some and retry"})
-				c.Close()
-			})
-			continue
-		}
-		if !s.svc.Track(c) {
-			c.Close()
-			return
-		}
-		s.mu.Lock()
-		s.perUID[uid]++
-		s.mu.Unlock()
-		s.svc.Go(func() {
-			defer s.untrack(c, uid)
-			s.serveConn(ctx, c)
-		})
+// accept bounds connections per uid and in all; over either, the
+// refusal not_open is written and the connection closed.
+func (s *Server) accept(c *transport.Conn) transport.Admission {
+	uid := c.Cred().UID
+	// Only the accept loop adds connections, so the counts cannot grow
+	// between this check and the service tracking c.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.svc.Open() >= s.o.MaxConns || s.perUID[uid] >= s.o.MaxConnsPerUID {
+		s.log.Warn("callerchan: too many connections", "uid", uid)
+		return transport.Refuse(RefusalLine(&callers.Refusal{Reason: callers.ReasonNotOpen, Text: "too many connections to AgentOS; close some and retry"}))
 	}
+	s.perUID[uid]++
+	return transport.Admission{Serve: s.serveConn, Done: func() { s.release(uid) }}
 }
 
-func (s *Server) untrack(c net.Conn, uid int) {
-	s.svc.Untrack(c)
+func (s *Server) release(uid int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.perUID[uid]--; s.perUID[uid] <= 0 {
@@ -228,21 +204,17 @@ func (s *Server) count(c engine.Caller, d int) {
 	}
 }
 
-// RefusalLine is the line written for a refused open (see the package doc).
+// RefusalLine is the line written for a refused open (see the package
+// doc): not_open's wire error with the message upstream's Binder
+// exception carried and the outcome in data.reason.
 func RefusalLine(ref *callers.Refusal) []byte {
-	data := map[string]any{
-		"agentosCode": string(errcode.NotOpen),
-		"retryable":   errcode.NotOpen.Retryable(),
-		"reason":      string(ref.Reason),
+	w := errcode.New(errcode.NotOpen, ref.Text).Wire()
+	w.Message = ref.Error()
+	w.Data.Reason = string(ref.Reason)
+	if ref.Reason == callers.ReasonPending {
+		w.Data.RequestID = ref.RequestID
 	}
-	if ref.Reason == callers.ReasonPending && ref.RequestID != "" {
-		data["requestId"] = ref.RequestID
-	}
-	b, _ := json.Marshal(map[string]any{
-		"jsonrpc": "2.0", "id": nil,
-		"error": map[string]any{"code": errcode.NotOpen.RPC(), "message": ref.Error(), "data": data},
-	})
-	return append(b, '\n')
+	return errcode.ErrorLine(nil, w)
 }
 
 func openLine(c engine.Caller) []byte {

@@ -65,13 +65,13 @@ func TestLoadModels(t *testing.T) {
 			}
 			var logs strings.Builder
 			log := slog.New(slog.NewTextHandler(&logs, nil))
-			src := loadModels(data, flagPath, env(tc.env), log)
-			ok := false
-			if src != nil {
-				var p any
-				_, p, ok = src.Current()
-				ok = ok && p != nil
+			sys := &System{opts: Options{Data: data, ModelKeyFile: flagPath, LookupEnv: env(tc.env), Logger: log}, log: log}
+			src, err := sys.openModels()
+			if err != nil {
+				t.Fatal(err)
 			}
+			_, p, ok := src.Current()
+			ok = ok && p != nil
 			if ok != tc.want {
 				t.Fatalf("model usable %v, want %v; log:\n%s", ok, tc.want, logs.String())
 			}

@@ -91,7 +91,11 @@ var (
 
 // KeyRevokedText is the message of a turn stopped because the owner
 // removed the model key while it ran (spec §3.2).
-const KeyRevokedText = "The model key was removed in AgentOS settings; this turn was stopped."
+const KeyRevokedText = "The owner removed the model key (agentosd ctl model clear); this turn was stopped. Set a model again with agentosd ctl model set."
+
+// NoModelText is the model_not_configured text of a turn that finds no
+// usable model: it names the owner's command.
+const NoModelText = "No usable model is configured: the owner sets one with agentosd ctl model set --provider openai|anthropic|scripted (the key with --key-stdin); agentosd ctl model show says what is missing."
 
 // keyRevoked is the error such a turn ends with: model_not_configured,
 // details.reason "key_revoked". A new value each time (errors get a task

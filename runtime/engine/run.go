@@ -91,7 +91,7 @@ func (e *Engine) turn(ctx context.Context, t *task) outcome {
 	}
 	cfg, provider, revoked, ok := e.lease()
 	if !ok {
-		return outcome{err: errcode.New(errcode.ModelNotConfigured, "No model is configured; set a model and key in AgentOS settings.")}
+		return outcome{err: errcode.New(errcode.ModelNotConfigured, NoModelText)}
 	}
 	if revoked != nil {
 		defer e.stopOnRevoke(t, revoked)()

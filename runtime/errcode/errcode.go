@@ -258,18 +258,25 @@ func (e *Error) Is(target error) bool {
 
 // WireError is the JSON-RPC error object of spec §3.
 type WireError struct {
-	Code    int      `json:"code"`
-	Message string   `json:"message"`
-	Data    WireData `json:"data"`
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	// Data is absent only on the JSON-RPC layer's own protocol errors
+	// (Protocol); every error of the table carries it.
+	Data WireData `json:"data,omitzero"`
 }
 
 // WireData is RpcErrorData: agentosCode and retryable are always present.
 type WireData struct {
-	AgentosCode string         `json:"agentosCode"`
-	Retryable   bool           `json:"retryable"`
-	SessionID   string         `json:"sessionId,omitempty"`
-	TaskID      string         `json:"taskId,omitempty"`
-	Details     map[string]any `json:"details,omitempty"`
+	AgentosCode string `json:"agentosCode"`
+	Retryable   bool   `json:"retryable"`
+	// Reason and RequestID are the caller channel's refusal fields
+	// (runtime/callerchan: data.reason authorization_pending, denied or
+	// not_open, and the pending card's requestId); empty elsewhere.
+	Reason    string         `json:"reason,omitempty"`
+	RequestID string         `json:"requestId,omitempty"`
+	SessionID string         `json:"sessionId,omitempty"`
+	TaskID    string         `json:"taskId,omitempty"`
+	Details   map[string]any `json:"details,omitempty"`
 }
 
 // Wire is the one place a Go error becomes a JSON-RPC error object.

@@ -12,22 +12,29 @@ import (
 	"github.com/agentoslab/agentlab/runtime/model"
 )
 
-// The model.* admin methods. serve provides the store:
-//
-//	admin.Provide(adminSrv, store) // *modelconf.Store
-func init() {
-	admin.Register(
-		admin.Method{Name: "model.clear", Perm: admin.Owner, Summary: "remove the model configuration and key; running turns stop (key_revoked)", Handle: modelClear},
-		admin.Method{Name: "model.set", Perm: admin.Owner, Summary: "set the model (the key comes from ctl's stdin)", Handle: modelSet},
-		admin.Method{Name: "model.show", Perm: admin.Owner, Summary: "show the model configuration (never the key)", Handle: modelShow},
-	)
-	admin.RegisterVerb(
-		admin.Verb{Group: "model", Name: "set", Method: "model.set",
+// AdminMethods are the model.* admin methods over s.
+func AdminMethods(s *Store) []admin.Method {
+	return []admin.Method{
+		{Name: "model.clear", Perm: admin.Owner, Summary: "remove the model configuration and key; running turns stop (key_revoked)", Handle: s.adminClear},
+		{Name: "model.set", Perm: admin.Owner, Summary: "set the model (the key comes from ctl's stdin)", Handle: s.adminSet},
+		{Name: "model.show", Perm: admin.Owner, Summary: "show the model configuration (never the key)", Handle: s.adminShow},
+	}
+}
+
+// StatusSection is the "model" section of `agentosd ctl status`.
+func StatusSection(s *Store) admin.StatusSection {
+	return admin.StatusSection{Name: "model", Read: func(context.Context) (any, error) { return s.Show(), nil }}
+}
+
+// CtlVerbs are the `agentosd ctl model …` verbs.
+func CtlVerbs() []admin.Verb {
+	return []admin.Verb{
+		{Group: "model", Name: "set", Method: "model.set",
 			Args:    "--provider openai|anthropic|scripted [--base-url U] [--model M] [--choices a,b] [--script F] [--key-stdin]",
 			Summary: "set the model; with --key-stdin the key is read from stdin", Params: setParams, Text: printInfo},
-		admin.Verb{Group: "model", Name: "show", Method: "model.show", Summary: "show the model configuration", Text: printInfo},
-		admin.Verb{Group: "model", Name: "clear", Method: "model.clear", Summary: "remove the model configuration and key; running turns stop", Text: printInfo},
-	)
+		{Group: "model", Name: "show", Method: "model.show", Summary: "show the model configuration", Text: printInfo},
+		{Group: "model", Name: "clear", Method: "model.clear", Summary: "remove the model configuration and key; running turns stop", Text: printInfo},
+	}
 }
 
 // SetParams are model.set's params. Key is absent to keep the stored key.
@@ -40,13 +47,9 @@ type SetParams struct {
 	Key      *string  `json:"key,omitempty"`
 }
 
-func modelSet(_ context.Context, c *admin.Call) (any, error) {
+func (s *Store) adminSet(_ context.Context, c *admin.Call) (any, error) {
 	var p SetParams
 	if err := c.Decode(&p); err != nil {
-		return nil, err
-	}
-	s, err := admin.Use[*Store](c)
-	if err != nil {
 		return nil, err
 	}
 	cfg := model.Config{Provider: p.Provider, BaseURL: p.BaseURL, Model: p.Model, Choices: p.Choices, Script: p.Script}
@@ -56,23 +59,15 @@ func modelSet(_ context.Context, c *admin.Call) (any, error) {
 	return s.Show(), nil
 }
 
-func modelShow(_ context.Context, c *admin.Call) (any, error) {
+func (s *Store) adminShow(_ context.Context, c *admin.Call) (any, error) {
 	if err := c.Decode(&struct{}{}); err != nil {
-		return nil, err
-	}
-	s, err := admin.Use[*Store](c)
-	if err != nil {
 		return nil, err
 	}
 	return s.Show(), nil
 }
 
-func modelClear(_ context.Context, c *admin.Call) (any, error) {
+func (s *Store) adminClear(_ context.Context, c *admin.Call) (any, error) {
 	if err := c.Decode(&struct{}{}); err != nil {
-		return nil, err
-	}
-	s, err := admin.Use[*Store](c)
-	if err != nil {
 		return nil, err
 	}
 	if err := s.Clear(); err != nil {

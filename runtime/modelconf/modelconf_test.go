@@ -37,8 +37,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.store = s
-	srv := admin.NewServer(&admin.Options{Name: "@" + e.prefix + "agentos-admin", Logger: logger})
-	admin.Provide(srv, s)
+	srv := admin.NewServer(&admin.Options{Name: "@" + e.prefix + "agentos-admin", Logger: logger, Methods: modelconf.AdminMethods(s)})
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +47,7 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) ctl(stdin string, args ...string) (int, string) {
 	var out, errb bytes.Buffer
-	code := admin.Ctl(context.Background(), append([]string{"--socket-prefix", e.prefix}, args...),
+	code := admin.Ctl(context.Background(), append(admin.Verbs(), modelconf.CtlVerbs()...), append([]string{"--socket-prefix", e.prefix}, args...),
 		admin.CtlIO{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb})
 	return code, out.String() + errb.String()
 }

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+
+	"github.com/agentoslab/agentlab/runtime/errcode"
 )
 
 // RPCOptions configure an RPCStream. The zero value works.
@@ -269,9 +271,5 @@ func validID(id *json.RawMessage) json.RawMessage {
 }
 
 func errorReply(id json.RawMessage, code int, message string) []byte {
-	idText := "null"
-	if id != nil {
-		idText = string(id)
-	}
-	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%q}}`+"\n", idText, code, message)
+	return errcode.ErrorLine(id, errcode.Protocol(code, message))
 }

@@ -11,40 +11,26 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentoslab/agentlab/internal/peercred"
 )
 
 // Cred is a peer's identity as the kernel reports it (SO_PEERCRED).
-type Cred struct {
-	UID int
-	GID int
-	PID int
-}
+type Cred = peercred.Cred
 
 // PeerCred returns the credentials of the process on the other end of a
 // unix socket connection. It is the only identity the runtime trusts.
 func PeerCred(c net.Conn) (Cred, error) {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
+	if _, ok := c.(*net.UnixConn); !ok {
 		if pc, ok := c.(interface{ Cred() Cred }); ok {
 			return pc.Cred(), nil
 		}
-		return Cred{}, fmt.Errorf("peer cred: %T is not a unix socket", c)
 	}
-	raw, err := uc.SyscallConn()
+	cred, err := peercred.Of(c)
 	if err != nil {
 		return Cred{}, fmt.Errorf("peer cred: %w", err)
 	}
-	var ucred *unix.Ucred
-	var serr error
-	if err := raw.Control(func(fd uintptr) {
-		ucred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return Cred{}, fmt.Errorf("peer cred: %w", err)
-	}
-	if serr != nil {
-		return Cred{}, fmt.Errorf("peer cred: %w", serr)
-	}
-	return Cred{UID: int(ucred.Uid), GID: int(ucred.Gid), PID: int(ucred.Pid)}, nil
+	return cred, nil
 }
 
 // Conn is an accepted connection with the peer's credentials read at

@@ -140,9 +140,8 @@ func newRuntime(t *testing.T, cfg callers.Config) *runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adm := admin.NewServer(&admin.Options{Name: rt.names.Admin()})
-	admin.Provide(adm, br)
-	admin.Provide(adm, reg)
+	adm := admin.NewServer(&admin.Options{Name: rt.names.Admin(),
+		Methods: append(bridge.AdminMethods(br), callerchan.AdminMethods(reg, nil)...)})
 	if err := adm.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

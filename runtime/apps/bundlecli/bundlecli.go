@@ -44,6 +44,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var err error
 	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stdout, usage)
+		return ExitOK
 	case "keygen":
 		err = keygen(args[1:], stdout, stderr)
 	case "pack":

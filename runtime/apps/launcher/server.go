@@ -191,27 +191,17 @@ func (s *Server) Close() error {
 	return nil
 }
 
-func (s *Server) accept(ctx context.Context, ln *transport.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		if c.Cred().UID != s.o.RuntimeUID {
-			s.logger.Warn("launcher: peer refused", "uid", c.Cred().UID)
-			c.Close()
-			continue
-		}
-		// Only this loop adds connections.
-		if s.svc.Open() >= maxConns || !s.svc.Track(c) {
-			c.Close()
-			continue
-		}
-		s.svc.Go(func() {
-			defer s.svc.Untrack(c)
-			s.serveConn(ctx, c)
-		})
+// accept admits the runtime's uid only, up to maxConns connections.
+func (s *Server) accept(c *transport.Conn) transport.Admission {
+	if c.Cred().UID != s.o.RuntimeUID {
+		s.logger.Warn("launcher: peer refused", "uid", c.Cred().UID)
+		return transport.Refuse(nil)
 	}
+	// Only the accept loop adds connections.
+	if s.svc.Open() >= maxConns {
+		return transport.Refuse(nil)
+	}
+	return transport.Admission{Serve: func(ctx context.Context, c *transport.Conn) { s.serveConn(ctx, c) }}
 }
 
 type request struct {

@@ -2,15 +2,15 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 
 	"github.com/agentoslab/agentlab/runtime/admin"
+	"github.com/agentoslab/agentlab/runtime/daemon"
 )
 
-// ctlCmd runs the owner's control commands against a running runtime.
-func ctlCmd(ctx context.Context, args []string) error {
-	if code := admin.Ctl(ctx, args, admin.CtlIO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}); code != 0 {
-		return exitError(code)
-	}
-	return nil
+// ctlCmd runs the owner's control commands against a running runtime,
+// over the runtime's whole verb table.
+func ctlCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return admin.Ctl(ctx, daemon.CtlVerbs(), args, admin.CtlIO{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr})
 }

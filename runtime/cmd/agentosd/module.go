@@ -2,17 +2,12 @@ package main
 
 import (
 	"context"
-	"os"
+	"io"
 
 	"github.com/agentoslab/agentlab/runtime/module"
 )
 
-// `agentosd module pack`: build the Magisk/KernelSU module zip.
-func init() { commands["module"] = moduleCmd }
-
-func moduleCmd(ctx context.Context, args []string) error {
-	if code := module.Main(ctx, args, os.Stdout, os.Stderr); code != 0 {
-		return exitError(code)
-	}
-	return nil
+// moduleCmd is `agentosd module pack`: build the Magisk/KernelSU module zip.
+func moduleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return module.Main(ctx, args, stdout, stderr)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -19,8 +20,27 @@ import (
 // as JSON, with a lookup and an HTTPS request when asked; --as-runtime
 // (root) runs it as the runtime's uid and groups, with the runtime's
 // environment, so the lab's doctor sees what the runtime sees.
-func platformCmd(ctx context.Context, args []string) error {
+func platformCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := platformRun(ctx, args, stdout, stderr)
+	var ee exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return int(ee)
+	}
+	fmt.Fprintf(stderr, "agentosd: %v\n", err)
+	return 1
+}
+
+// exitError carries the exit code of the runtime-uid copy.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit code %d", int(e)) }
+
+func platformRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("platform", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	lookup := fs.String("lookup", "", "resolve this host name")
 	fetch := fs.String("fetch", "", "GET this URL")
 	asRuntime := fs.Bool("as-runtime", false, "run as the runtime's uid and groups (root only)")
@@ -29,7 +49,7 @@ func platformCmd(ctx context.Context, args []string) error {
 		return exitError(2)
 	}
 	if !*asRuntime {
-		enc := json.NewEncoder(os.Stdout)
+		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
 		return enc.Encode(platform.Current().Probe(ctx, *lookup, *fetch))
 	}
@@ -53,7 +73,7 @@ func platformCmd(ctx context.Context, args []string) error {
 		}
 	}
 	cmd.Dir = "/"
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: supervise.RuntimeIdentity(*root)}
 	if err := cmd.Run(); err != nil {
 		var ee *exec.ExitError

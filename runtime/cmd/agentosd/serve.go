@@ -3,49 +3,52 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
+	"io"
 	"os"
+	"strings"
 
-	"github.com/agentoslab/agentlab/runtime/access"
 	"github.com/agentoslab/agentlab/runtime/daemon"
 	"github.com/agentoslab/agentlab/runtime/supervise"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
 
+// ExtFlagsEnv passes extra `agentosd ext` flags through serve (space
+// separated, e.g. "--idle-timeout 2s"). A test knob, not a stable
+// interface.
+const ExtFlagsEnv = "AGENTOS_EXT_FLAGS"
+
 // serveCmd runs the runtime until SIGTERM.
-func serveCmd(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("agentosd serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	data := fs.String("data", "", "data directory (required)")
 	prefix := fs.String("socket-prefix", "", "socket-name prefix, so several runtimes share a host")
 	keyFile := fs.String("model-key-file", "", "file holding the model key (mode 0600)")
-	ownUID := fs.Bool("allow-own-uid", false, "also admit the runtime's own uid on the ACP socket (tests)")
+	ownUID := fs.Bool("allow-own-uid", false, "serve ACP uid-gated, also to the runtime's own uid, instead of desktop pairing (tests)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
-		return exitError(2)
+		return 2
 	}
-	if *data == "" {
+	if *data == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "agentosd serve: --data DIR is required and no arguments are taken")
 		fs.Usage()
-		return exitError(2)
+		return 2
 	}
-	log, err := logger(*level)
+	log, err := logger(stderr, *level)
 	if err != nil {
-		return err
+		fmt.Fprintf(stderr, "agentosd serve: %v\n", err)
+		return 2
 	}
 	env := supervise.FromEnv(os.Getenv)
-	opts := &daemon.Options{
-		Data: *data, Version: version, Names: transport.Names{Prefix: *prefix}, ModelKeyFile: *keyFile,
-		Tools: testTools, AllowOwnUID: *ownUID, SafeMode: env.SafeMode, Logger: log,
-	}
-	// The extension host (tools, caller-supplied MCP servers, its admin
-	// methods), then quotas, the owner's model settings, the admin API,
-	// the caller channel and desktop pairing.
-	ao := access.Options{Root: env.Root}
-	stopExt, err := configureExt(ctx, opts, &ao, env.Root, log)
+	err = daemon.Serve(ctx, &daemon.Options{
+		Data: *data, Version: version, Names: transport.Names{Prefix: *prefix}, Root: env.Root, ModelKeyFile: *keyFile,
+		Tools: testTools(), ExtFlags: strings.Fields(os.Getenv(ExtFlagsEnv)), ExtStderr: stderr,
+		AllowOwnUID: *ownUID, SafeMode: env.SafeMode, Logger: log,
+	}, nil)
 	if err != nil {
-		return err
+		fmt.Fprintf(stderr, "agentosd serve: %v\n", err)
+		return 1
 	}
-	defer stopExt()
-	if err := access.Configure(opts, ao); err != nil {
-		return err
-	}
-	return daemon.Serve(ctx, opts, nil)
+	return 0
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -10,7 +11,7 @@ import (
 )
 
 // superviseCmd runs the root supervisor; SIGUSR1 kicks a stopped runtime.
-func superviseCmd(ctx context.Context, args []string) error {
+func superviseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	kick := make(chan os.Signal, 1)
 	signal.Notify(kick, syscall.SIGUSR1)
 	defer signal.Stop(kick)
@@ -30,8 +31,5 @@ func superviseCmd(ctx context.Context, args []string) error {
 			}
 		}
 	}()
-	if code := supervise.Main(ctx, args, supervise.CLI{Stderr: os.Stderr, Kick: kicks}); code != 0 {
-		return exitError(code)
-	}
-	return nil
+	return supervise.Main(ctx, args, supervise.CLI{Stderr: stderr, Kick: kicks})
 }

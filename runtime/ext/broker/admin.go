@@ -20,44 +20,47 @@ import (
 	"github.com/agentoslab/agentlab/runtime/ext/internal/wire"
 )
 
-// The broker's owner methods need the *Broker; serve provides it:
-//
-//	admin.Provide(srv, broker)
-//
-// Every method admits the owner only (root, shell, the runtime's uid):
-// the admin socket closes any other peer before a byte, so no app can
-// answer a consent card, change a plugin or call a tool from here.
-func init() {
+// AdminMethods are the broker's owner methods (consent, plugins, the
+// catalog, skills, the extension host) over b. Every method admits the
+// owner only (root, shell, the runtime's uid): the admin socket closes
+// any other peer before a byte, so no app can answer a consent card,
+// change a plugin or call a tool from here.
+func AdminMethods(b *Broker) []admin.Method {
 	const long = 10 * time.Minute
-	admin.Register(
-		admin.Method{Name: "consent.list", Perm: admin.Owner, Summary: "consent mode, pending cards and recent answers", Handle: consentList},
-		admin.Method{Name: "consent.pending", Perm: admin.Owner, Summary: "pending consent cards, oldest first", Handle: consentPending},
-		admin.Method{Name: "consent.respond", Perm: admin.Owner, Summary: "answer a consent card by id", Handle: consentRespond},
-		admin.Method{Name: "consent.mode", Perm: admin.Owner, Summary: "set the auto-answer mode", Handle: consentMode},
-		admin.Method{Name: "consent.recent", Perm: admin.Owner, Summary: "the last 50 answered cards", Handle: consentRecent},
-		admin.Method{Name: "consent.inject", Perm: admin.Owner, Summary: "queue a test consent card", Handle: consentInject},
-		admin.Method{Name: "consent.decision", Perm: admin.Owner, Summary: "how a consent card ended", Handle: consentDecision},
-		admin.Method{Name: "plugins.list", Perm: admin.Owner, Summary: "installed plugins and their servers", Handle: forward(host.OpList)},
-		admin.Method{Name: "plugins.enable", Perm: admin.Owner, Summary: "enable a plugin", Handle: forward(host.OpEnable)},
-		admin.Method{Name: "plugins.disable", Perm: admin.Owner, Summary: "disable a plugin (its calls in flight end unknown)", Handle: forward(host.OpDisable)},
-		admin.Method{Name: "plugins.tools", Perm: admin.Owner, Summary: "a plugin's known tools", Handle: forward(host.OpTools)},
-		admin.Method{Name: "plugins.approval", Perm: admin.Owner, Summary: "set always/ask at plugin, server or tool level", Handle: forward(host.OpApproval)},
-		admin.Method{Name: "plugins.tool_approval", Perm: admin.Owner, Summary: "set always/ask of a tool by final name", Handle: forward(host.OpToolApproval)},
-		admin.Method{Name: "plugins.tool_enable", Perm: admin.Owner, Summary: "turn a tool on by final name", Handle: forward(host.OpToolEnable)},
-		admin.Method{Name: "plugins.tool_disable", Perm: admin.Owner, Summary: "turn a tool off by final name", Handle: forward(host.OpToolDisable)},
-		admin.Method{Name: "plugins.confirm", Perm: admin.Owner, Summary: "accept a plugin's new signer", Handle: forward(host.OpConfirm)},
-		admin.Method{Name: "plugins.policy", Perm: admin.Owner, Summary: "the approval policy and its health; reset", Handle: pluginsPolicy},
-		admin.Method{Name: "plugins.diag", Perm: admin.Owner, Summary: "extension host diagnostics", Handle: pluginsDiag},
-		admin.Method{Name: "plugins.rescan", Perm: admin.Owner, Summary: "read the installed plugins again", Handle: forward(host.OpRescan)},
-		admin.Method{Name: "catalog", Perm: admin.Owner, Summary: "the tool catalog as the runtime sees it; wait for a tool", Timeout: long, Handle: catalogShow},
-		admin.Method{Name: "skills", Perm: admin.Owner, Summary: "the skills catalog and skill problems", Handle: forward(host.OpSkills)},
-		admin.Method{Name: "skill", Perm: admin.Owner, Summary: "read a skill file as read_skill does", Handle: skillRead},
-		admin.Method{Name: "ext.call", Perm: admin.Owner, Summary: "call a plugin tool without consent (debug)", Timeout: long, Handle: extCall},
-		admin.Method{Name: "ext.kill", Perm: admin.Owner, Summary: "kill the extension host (it is restarted)", Handle: extKill},
-		admin.Method{Name: "ext.restart", Perm: admin.Owner, Summary: "restart the extension host now", Handle: extRestart},
-		admin.Method{Name: "ext.status", Perm: admin.Owner, Summary: "the extension host as serve sees it", Handle: extStatus},
-	)
-	admin.RegisterVerb(
+	return []admin.Method{
+		admin.Method{Name: "consent.list", Perm: admin.Owner, Summary: "consent mode, pending cards and recent answers", Handle: b.consentList},
+		admin.Method{Name: "consent.pending", Perm: admin.Owner, Summary: "pending consent cards, oldest first", Handle: b.consentPending},
+		admin.Method{Name: "consent.respond", Perm: admin.Owner, Summary: "answer a consent card by id", Handle: b.consentRespond},
+		admin.Method{Name: "consent.mode", Perm: admin.Owner, Summary: "set the auto-answer mode", Handle: b.consentMode},
+		admin.Method{Name: "consent.recent", Perm: admin.Owner, Summary: "the last 50 answered cards", Handle: b.consentRecent},
+		admin.Method{Name: "consent.inject", Perm: admin.Owner, Summary: "queue a test consent card", Handle: b.consentInject},
+		admin.Method{Name: "consent.decision", Perm: admin.Owner, Summary: "how a consent card ended", Handle: b.consentDecision},
+		admin.Method{Name: "plugins.list", Perm: admin.Owner, Summary: "installed plugins and their servers", Handle: b.forward(host.OpList)},
+		admin.Method{Name: "plugins.enable", Perm: admin.Owner, Summary: "enable a plugin", Handle: b.forward(host.OpEnable)},
+		admin.Method{Name: "plugins.disable", Perm: admin.Owner, Summary: "disable a plugin (its calls in flight end unknown)", Handle: b.forward(host.OpDisable)},
+		admin.Method{Name: "plugins.tools", Perm: admin.Owner, Summary: "a plugin's known tools", Handle: b.forward(host.OpTools)},
+		admin.Method{Name: "plugins.approval", Perm: admin.Owner, Summary: "set always/ask at plugin, server or tool level", Handle: b.forward(host.OpApproval)},
+		admin.Method{Name: "plugins.tool_approval", Perm: admin.Owner, Summary: "set always/ask of a tool by final name", Handle: b.forward(host.OpToolApproval)},
+		admin.Method{Name: "plugins.tool_enable", Perm: admin.Owner, Summary: "turn a tool on by final name", Handle: b.forward(host.OpToolEnable)},
+		admin.Method{Name: "plugins.tool_disable", Perm: admin.Owner, Summary: "turn a tool off by final name", Handle: b.forward(host.OpToolDisable)},
+		admin.Method{Name: "plugins.confirm", Perm: admin.Owner, Summary: "accept a plugin's new signer", Handle: b.forward(host.OpConfirm)},
+		admin.Method{Name: "plugins.policy", Perm: admin.Owner, Summary: "the approval policy and its health; reset", Handle: b.pluginsPolicy},
+		admin.Method{Name: "plugins.diag", Perm: admin.Owner, Summary: "extension host diagnostics", Handle: b.pluginsDiag},
+		admin.Method{Name: "plugins.rescan", Perm: admin.Owner, Summary: "read the installed plugins again", Handle: b.forward(host.OpRescan)},
+		admin.Method{Name: "catalog", Perm: admin.Owner, Summary: "the tool catalog as the runtime sees it; wait for a tool", Timeout: long, Handle: b.catalogShow},
+		admin.Method{Name: "skills", Perm: admin.Owner, Summary: "the skills catalog and skill problems", Handle: b.forward(host.OpSkills)},
+		admin.Method{Name: "skill", Perm: admin.Owner, Summary: "read a skill file as read_skill does", Handle: b.skillRead},
+		admin.Method{Name: "ext.call", Perm: admin.Owner, Summary: "call a plugin tool without consent (debug)", Timeout: long, Handle: b.extCall},
+		admin.Method{Name: "ext.kill", Perm: admin.Owner, Summary: "kill the extension host (it is restarted)", Handle: b.extKill},
+		admin.Method{Name: "ext.restart", Perm: admin.Owner, Summary: "restart the extension host now", Handle: b.extRestart},
+		admin.Method{Name: "ext.status", Perm: admin.Owner, Summary: "the extension host as serve sees it", Handle: b.extStatus},
+	}
+}
+
+// CtlVerbs are the broker's `agentosd ctl` verbs (consent, plugins,
+// catalog, skills, skill, ext).
+func CtlVerbs() []admin.Verb {
+	return []admin.Verb{
 		admin.Verb{Group: "consent", Name: "list", Method: "consent.list", Summary: "consent mode, pending cards, recent answers"},
 		admin.Verb{Group: "consent", Name: "pending", Method: "consent.pending", Summary: "pending consent cards", Text: printPending},
 		admin.Verb{Group: "consent", Name: "respond", Method: "consent.respond", Args: "ID CHOICE",
@@ -89,18 +92,12 @@ func init() {
 		admin.Verb{Group: "ext", Name: "kill", Method: "ext.kill", Summary: "kill the extension host"},
 		admin.Verb{Group: "ext", Name: "restart", Method: "ext.restart", Summary: "restart the extension host"},
 		admin.Verb{Group: "ext", Name: "status", Method: "ext.status", Summary: "the extension host's state"},
-	)
+	}
 }
 
-func brokerOf(c *admin.Call) (*Broker, error) { return admin.Use[*Broker](c) }
-
 // forward sends an owner operation to the extension host as it came.
-func forward(op string) admin.Handler {
+func (b *Broker) forward(op string) admin.Handler {
 	return func(ctx context.Context, c *admin.Call) (any, error) {
-		b, err := brokerOf(c)
-		if err != nil {
-			return nil, err
-		}
 		var res json.RawMessage
 		if err := b.adminOp(ctx, op, c.Params, &res); err != nil {
 			return nil, err
@@ -112,24 +109,16 @@ func forward(op string) admin.Handler {
 	}
 }
 
-func consentList(_ context.Context, c *admin.Call) (any, error) {
-	b, err := brokerOf(c)
-	if err != nil {
-		return nil, err
-	}
+func (b *Broker) consentList(_ context.Context, c *admin.Call) (any, error) {
 	co := b.Consent()
 	return map[string]any{"mode": co.Mode(), "pending": co.Pending(), "recent": co.Recent()}, nil
 }
 
-func consentPending(_ context.Context, c *admin.Call) (any, error) {
-	b, err := brokerOf(c)
-	if err != nil {
-		return nil, err
-	}
+func (b *Broker) consentPending(_ context.Context, c *admin.Call) (any, error) {
 	return b.Consent().Pending(), nil
 }
 
-func consentRespond(_ context.Context, c *admin.Call) (any, error) {
+func (b *Broker) consentRespond(_ context.Context, c *admin.Call) (any, error) {
 	var p struct {
 		ID     string `json:"id"`
 		Choice string `json:"choice"`
@@ -137,14 +126,10 @@ func consentRespond(_ context.Context, c *admin.Call) (any, error) {
 	if err := c.Decode(&p); err != nil {
 		return nil, err
 	}
-	b, err := brokerOf(c)
-	if err != nil {
-		return nil, err
-	}
 	return map[string]any{"accepted": b.Consent().Respond(p.ID, consent.Choice(p.Choice))}, nil
 }
 
-func consentMode(_ context.Context, c *admin.Call) (any, error) {
+func (b *Broker) consentMode(_ context.Context, c *admin.Call) (any, error) {
 	var p struct {
 		Mode string `json:"mode"`
 	}
@@ -155,19 +140,11 @@ func consentMode(_ context.Context, c *admin.Call) (any, error) {
 	if !ok {
 		return nil, errcode.New(errcode.InvalidParams, "mode must be allow, allowOnce, deny or off").WithDetails(map[string]any{"reason": "bad_mode"})
 	}
-	b, err := brokerOf(c)
-	if err != nil {
-		return nil, err
-	}
 	b.Consent().SetMode(m)
 	return map[string]any{"mode": m}, nil
 }
 
-func consentRecent(_ context.Context, c *admin.Call) (any, error) {
-	b, err := brokerOf(c)
-	if err != nil {
-		return nil, err
-	}
+func (b *Broker) consentRecent(_ context.Context, c *admin.Call) (any, error) {
 	return b.Consent().Recent(), nil
 }
 
@@ -184,13 +161,9 @@ type InjectParams struct {
 	Remember  *bool           `json:"remember"`
 }
 
-func consentInject(_ context.Context, c *admin.Call) (any, error) {
+func (b *Broker) consentInject(_ context.Context, c *admin.Call) (any, error) {
 	var p InjectParams
 	if err := c.Decode(&p); err != nil {
-		return nil, err
-	}
-	b, err := brokerOf(c)
-	if err != nil {
 		return nil, err
 	}
 	if p.Risk == "" {
@@ -234,29 +207,21 @@ func consentInject(_ context.Context, c *admin.Call) (any, error) {
 	return map[string]any{"requestId": id}, nil
 }
 
-func consentDecision(_ context.Context, c *admin.Call) (any, error) {
+func (b *Broker) consentDecision(_ context.Context, c *admin.Call) (any, error) {
 	var p struct {
 		ID string `json:"id"`
 	}
 	if err := c.Decode(&p); err != nil {
 		return nil, err
 	}
-	b, err := brokerOf(c)
-	if err != nil {
-		return nil, err
-	}
 	return map[string]any{"decision": b.Consent().Decision(p.ID)}, nil
 }
 
-func pluginsPolicy(ctx context.Context, c *admin.Call) (any, error) {
+func (b *Broker) pluginsPolicy(ctx context.Context, c *admin.Call) (any, error) {
 	var p struct {
 		Reset bool `json:"reset"`
 	}
 	if err := c.Decode(&p); err != nil {
-		return nil, err
-	}
-	b, err := brokerOf(c)
-	if err != nil {
 		return nil, err
 	}
 	if p.Reset {
@@ -271,11 +236,7 @@ func pluginsPolicy(ctx context.Context, c *admin.Call) (any, error) {
 	return res, nil
 }
 
-func pluginsDiag(ctx context.Context, c *admin.Call) (any, error) {
-	b, err := brokerOf(c)
-	if err != nil {
-		return nil, err
-	}
+func (b *Broker) pluginsDiag(ctx context.Context, c *admin.Call) (any, error) {
 	out := map[string]any{"serve": b.Status()}
 	var res json.RawMessage
 	if err := b.adminOp(ctx, host.OpDiag, struct{}{}, &res); err != nil {
@@ -294,17 +255,13 @@ type CatalogView struct {
 	Tools   []catalog.Entry `json:"tools"`
 }
 
-func catalogShow(ctx context.Context, c *admin.Call) (any, error) {
+func (b *Broker) catalogShow(ctx context.Context, c *admin.Call) (any, error) {
 	var p struct {
 		Wait      string `json:"wait"`
 		Absent    bool   `json:"absent"`
 		TimeoutMs int64  `json:"timeoutMs"`
 	}
 	if err := c.Decode(&p); err != nil {
-		return nil, err
-	}
-	b, err := brokerOf(c)
-	if err != nil {
 		return nil, err
 	}
 	var v CatalogView
@@ -334,16 +291,12 @@ type SkillView struct {
 	Code    string `json:"code,omitempty"`
 }
 
-func skillRead(ctx context.Context, c *admin.Call) (any, error) {
+func (b *Broker) skillRead(ctx context.Context, c *admin.Call) (any, error) {
 	var p struct {
 		Name string `json:"name"`
 		Path string `json:"path"`
 	}
 	if err := c.Decode(&p); err != nil {
-		return nil, err
-	}
-	b, err := brokerOf(c)
-	if err != nil {
 		return nil, err
 	}
 	args, _ := json.Marshal(map[string]string{"name": p.Name, "path": p.Path})
@@ -428,41 +381,25 @@ func (b *Broker) CallDirect(ctx context.Context, p ExtCallParams) ExtCallResult 
 	return out
 }
 
-func extCall(ctx context.Context, c *admin.Call) (any, error) {
+func (b *Broker) extCall(ctx context.Context, c *admin.Call) (any, error) {
 	var p ExtCallParams
 	if err := c.Decode(&p); err != nil {
-		return nil, err
-	}
-	b, err := brokerOf(c)
-	if err != nil {
 		return nil, err
 	}
 	return b.CallDirect(ctx, p), nil
 }
 
-func extKill(_ context.Context, c *admin.Call) (any, error) {
-	b, err := brokerOf(c)
-	if err != nil {
-		return nil, err
-	}
+func (b *Broker) extKill(_ context.Context, c *admin.Call) (any, error) {
 	pid, ok := b.KillExt()
 	return map[string]any{"killed": ok, "pid": pid}, nil
 }
 
-func extRestart(_ context.Context, c *admin.Call) (any, error) {
-	b, err := brokerOf(c)
-	if err != nil {
-		return nil, err
-	}
+func (b *Broker) extRestart(_ context.Context, c *admin.Call) (any, error) {
 	pid, ok := b.RestartExt()
 	return map[string]any{"killed": ok, "pid": pid}, nil
 }
 
-func extStatus(_ context.Context, c *admin.Call) (any, error) {
-	b, err := brokerOf(c)
-	if err != nil {
-		return nil, err
-	}
+func (b *Broker) extStatus(_ context.Context, c *admin.Call) (any, error) {
 	return b.Status(), nil
 }
 

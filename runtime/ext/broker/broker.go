@@ -18,6 +18,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/ext/internal/wire"
 	"github.com/agentoslab/agentlab/runtime/ext/skills"
+	"github.com/agentoslab/agentlab/runtime/internal/rpc"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
 
@@ -87,14 +88,14 @@ type Broker struct {
 	consent *consent.Coordinator
 	memory  consent.SessionMemory
 
-	ln     *transport.Listener
+	svc    transport.Service // the link socket
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
 	restartNow chan struct{}
 
 	mu           sync.Mutex
-	peer         *wire.Peer       // guarded by mu
+	peer         *rpc.Peer        // guarded by mu
 	linkPID      int              // guarded by mu
 	extPID       int              // guarded by mu
 	extProc      *os.Process      // guarded by mu
@@ -146,16 +147,14 @@ func (b *Broker) Consent() *consent.Coordinator { return b.consent }
 
 // Start listens on the link socket and starts the extension host.
 func (b *Broker) Start(ctx context.Context) error {
-	ln, err := transport.Listen(b.o.Names.Ext())
-	if err != nil {
+	ctx, cancel := context.WithCancel(ctx)
+	if err := b.svc.Start(ctx, b.o.Names.Ext(), b.admit); err != nil {
+		cancel()
 		return fmt.Errorf("broker: %w", err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	b.ln, b.cancel = ln, cancel
-	b.wg.Add(3)
-	go func() { defer b.wg.Done(); b.acceptLoop(ctx) }()
+	b.cancel = cancel
+	b.wg.Add(1)
 	go func() { defer b.wg.Done(); b.superviseExt(ctx) }()
-	go func() { defer b.wg.Done(); <-ctx.Done(); ln.Close() }()
 	return nil
 }
 
@@ -171,6 +170,7 @@ func (b *Broker) Close() {
 	if peer != nil {
 		peer.Close()
 	}
+	b.svc.Close()
 	b.wg.Wait()
 	b.consent.Close()
 }
@@ -182,44 +182,44 @@ func (b *Broker) pidChanged() {
 	b.mu.Unlock()
 }
 
-// acceptLoop admits the extension host's link: the peer must run as this
-// process's uid and be the process the broker started.
-func (b *Broker) acceptLoop(ctx context.Context) {
-	for {
-		c, err := b.ln.Accept()
-		if err != nil {
-			return
-		}
-		cred := c.Cred()
-		if cred.UID != os.Getuid() || !b.isExt(ctx, cred.PID) {
-			b.o.Logger.Warn("broker: link refused", "uid", cred.UID, "pid", cred.PID)
-			c.Close()
-			continue
-		}
-		peer := wire.New(c, nil, b.onNotify, b.o.Logger)
-		b.mu.Lock()
-		old := b.peer
-		b.peer, b.linkPID = peer, cred.PID
-		b.links++
-		b.signalLocked()
-		b.mu.Unlock()
-		if old != nil {
-			old.Close()
-		}
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			err := peer.Run(ctx)
-			b.mu.Lock()
-			if b.peer == peer {
-				b.peer, b.linkPID = nil, 0
-			}
-			b.drops++
-			b.signalLocked()
-			b.mu.Unlock()
-			b.o.Logger.Info("broker: extension host link ended", "err", errString(err))
-		}()
+// admit takes links from this process's uid only; serveLink then checks
+// that the peer is the process the broker started.
+func (b *Broker) admit(c *transport.Conn) transport.Admission {
+	if cred := c.Cred(); cred.UID != os.Getuid() {
+		b.o.Logger.Warn("broker: link refused", "uid", cred.UID, "pid", cred.PID)
+		return transport.Refuse(nil)
 	}
+	return transport.Admission{Serve: b.serveLink}
+}
+
+// serveLink runs the extension host's link until it ends. The pid check
+// waits (briefly) for the pid of the process just started, so it runs
+// here rather than on the accept loop.
+func (b *Broker) serveLink(ctx context.Context, c *transport.Conn) {
+	cred := c.Cred()
+	if !b.isExt(ctx, cred.PID) {
+		b.o.Logger.Warn("broker: link refused", "uid", cred.UID, "pid", cred.PID)
+		return
+	}
+	peer := rpc.New(c, &rpc.Options{Notify: b.onNotify, MaxLineChars: wire.MaxLineChars, Logger: b.o.Logger})
+	b.mu.Lock()
+	old := b.peer
+	b.peer, b.linkPID = peer, cred.PID
+	b.links++
+	b.signalLocked()
+	b.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	err := peer.Run(ctx)
+	b.mu.Lock()
+	if b.peer == peer {
+		b.peer, b.linkPID = nil, 0
+	}
+	b.drops++
+	b.signalLocked()
+	b.mu.Unlock()
+	b.o.Logger.Info("broker: extension host link ended", "err", errString(err))
 }
 
 // isExt waits briefly for the started process's pid and compares.
@@ -292,7 +292,7 @@ func (b *Broker) mirror() (*catalog.Catalog, []skills.Skill) {
 	return b.cat, b.skillCat
 }
 
-func (b *Broker) link() *wire.Peer {
+func (b *Broker) link() *rpc.Peer {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.peer
@@ -317,7 +317,7 @@ func (b *Broker) adminOp(ctx context.Context, op string, params any, result any)
 	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
 	defer cancel()
 	err = peer.Call(ctx, wire.MethodAdmin, wire.AdminParams{Op: op, Params: raw}, result)
-	if errors.Is(err, wire.ErrClosed) {
+	if errors.Is(err, rpc.ErrClosed) {
 		return errExtDown()
 	}
 	return err

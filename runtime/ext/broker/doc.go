@@ -20,6 +20,6 @@
 //     tool_result_unknown.
 //
 // The owner's admin methods (consent …, plugins …, catalog, skills,
-// skill, ext …) and their `agentosd ctl` verbs are registered here; serve
-// provides the broker with admin.Provide(srv, b).
+// skill, ext …) are AdminMethods(b) and their `agentosd ctl` verbs
+// CtlVerbs(); the composition root (runtime/daemon) passes both on.
 package broker

@@ -14,6 +14,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/ext/skills"
 	"github.com/agentoslab/agentlab/runtime/ids"
 	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
+	"github.com/agentoslab/agentlab/runtime/internal/rpc"
 	"github.com/agentoslab/agentlab/runtime/model"
 )
 
@@ -291,7 +292,7 @@ func (b *Broker) callExt(ctx context.Context, p wire.CallParams, timeout time.Du
 	switch {
 	case err == nil:
 		return engine.ToolResult{Text: res.Text, IsError: res.IsError, Code: res.Code, Outcome: res.Outcome, Details: withPID(res)}, &res
-	case errors.Is(err, wire.ErrClosed):
+	case errors.Is(err, rpc.ErrClosed):
 		return toolError(errcode.ToolResultUnknown, "Tool call failed: the extension host stopped before the provider answered.", engine.OutcomeUnknown), nil
 	case ctx.Err() != nil:
 		r := toolError(errcode.ToolResultUnknown, "Tool call was cancelled after dispatch.", engine.OutcomeUnknown)
@@ -327,7 +328,7 @@ func (b *Broker) readSkill(ctx context.Context, raw json.RawMessage) engine.Tool
 	defer cancel()
 	var res wire.SkillResult
 	if err := peer.Call(ctx, wire.MethodSkill, wire.SkillParams{Name: args.Name, Path: args.Path}, &res); err != nil {
-		if errors.Is(err, wire.ErrClosed) || ctx.Err() != nil {
+		if errors.Is(err, rpc.ErrClosed) || ctx.Err() != nil {
 			return toolError(errcode.ToolUnavailable, "The skill could not be read right now.", engine.OutcomeNotDispatched)
 		}
 		return skillErr(err)

@@ -31,6 +31,7 @@ import (
 
 	"github.com/agentoslab/agentlab/runtime/admin"
 	"github.com/agentoslab/agentlab/runtime/apps"
+	"github.com/agentoslab/agentlab/runtime/apps/appadmin"
 	"github.com/agentoslab/agentlab/runtime/apps/apptest"
 	"github.com/agentoslab/agentlab/runtime/apps/launcher"
 	"github.com/agentoslab/agentlab/runtime/ext/broker"
@@ -154,10 +155,8 @@ func New(t testing.TB, o Options) *Harness {
 		t.Fatal("the extension host did not connect")
 	}
 
-	srv := admin.NewServer(&admin.Options{Name: h.Names.Admin(), Logger: logger})
-	admin.Provide(srv, b)
-	admin.Provide(srv, table)
-	admin.Provide(srv, launcher.NewClient(launcher.SocketName(h.Names)))
+	srv := admin.NewServer(&admin.Options{Name: h.Names.Admin(), Logger: logger,
+		Methods: append(broker.AdminMethods(b), appadmin.Methods(table, launcher.NewClient(launcher.SocketName(h.Names)))...)})
 	if err := srv.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +234,8 @@ func (h *Harness) MustCall(t testing.TB, method string, params any, result any) 
 func (h *Harness) Ctl(args ...string) (code int, stdout, stderr string) {
 	var out, errb strings.Builder
 	full := append([]string{"--socket-prefix", h.Names.Prefix}, args...)
-	code = admin.Ctl(context.Background(), full, admin.CtlIO{Stdout: &out, Stderr: &errb})
+	verbs := append(append(admin.Verbs(), broker.CtlVerbs()...), appadmin.Verbs()...)
+	code = admin.Ctl(context.Background(), verbs, full, admin.CtlIO{Stdout: &out, Stderr: &errb})
 	return code, out.String(), errb.String()
 }
 

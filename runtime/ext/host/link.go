@@ -17,6 +17,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/apps/launcher"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/ext/internal/wire"
+	"github.com/agentoslab/agentlab/runtime/internal/rpc"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
 
@@ -89,7 +90,7 @@ func (h *Host) ServeLink(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	peer := wire.New(c, h.handle, nil, h.o.Logger)
+	peer := rpc.New(c, &rpc.Options{Handler: h.handle, MaxLineChars: wire.MaxLineChars, Logger: h.o.Logger})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	runErr := make(chan error, 1)

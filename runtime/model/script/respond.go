@@ -285,3 +285,19 @@ func marshal(v any) (json.RawMessage, error) {
 	}
 	return json.RawMessage(strings.TrimSuffix(b.String(), "\n")), nil
 }
+
+// Inline reports whether req's last user message is a script document
+// (its first line is Header): a turn such a prompt drives by itself, with
+// no script configured.
+func Inline(req *model.Request) bool {
+	if req == nil {
+		return false
+	}
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if m := req.Messages[i]; m.Role == model.RoleUser {
+			_, ok := inline(m.Text)
+			return ok
+		}
+	}
+	return false
+}

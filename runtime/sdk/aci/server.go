@@ -168,10 +168,8 @@ func (s *Server) ServeName(ctx context.Context, name string) error {
 
 // Serving is a started server (Start).
 type Serving struct {
-	s         *Server
-	ctx       context.Context
-	svc       *transport.Service
-	acceptErr chan error
+	s   *Server
+	svc *transport.Service
 }
 
 // Start listens on the socket name — when it returns without an error
@@ -182,33 +180,17 @@ func (s *Server) Start(ctx context.Context, name string) (*Serving, error) {
 	if err != nil {
 		return nil, err
 	}
-	sv := &Serving{s: s, ctx: ctx, svc: &transport.Service{}, acceptErr: make(chan error, 1)}
-	svc := sv.svc
-	err = svc.Start(ctx, name, func(ctx context.Context, ln *transport.Listener) {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				if ctx.Err() == nil {
-					sv.acceptErr <- fmt.Errorf("aci: accept: %w", err)
-				}
-				return
-			}
-			uid := c.Cred().UID
-			if !open && uid != os.Getuid() && !slices.Contains(runtime, uid) {
-				// Like an unbindable service: the peer gets nothing at all.
-				s.logger.Warn("aci: connection refused: peer is not the runtime", "uid", uid)
-				c.Close()
-				continue
-			}
-			if !svc.Track(c) {
-				c.Close()
-				return
-			}
-			svc.Go(func() {
-				defer svc.Untrack(c)
-				s.serveConn(ctx, c, c.Cred(), slices.Contains(runtime, uid))
-			})
+	sv := &Serving{s: s, svc: &transport.Service{}}
+	err = sv.svc.Start(ctx, name, func(c *transport.Conn) transport.Admission {
+		uid := c.Cred().UID
+		if !open && uid != os.Getuid() && !slices.Contains(runtime, uid) {
+			// Like an unbindable service: the peer gets nothing at all.
+			s.logger.Warn("aci: connection refused: peer is not the runtime", "uid", uid)
+			return transport.Refuse(nil)
 		}
+		return transport.Admission{Serve: func(ctx context.Context, c *transport.Conn) {
+			s.serveConn(ctx, c, c.Cred(), slices.Contains(runtime, uid))
+		}}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("aci: serve: %w", err)
@@ -220,14 +202,12 @@ func (s *Server) Start(ctx context.Context, name string) (*Serving, error) {
 // fails, then stops it: the listener and every connection closed, every
 // handler waited for.
 func (sv *Serving) Wait() error {
-	var err error
-	select {
-	case <-sv.ctx.Done():
-	case err = <-sv.acceptErr:
-	}
-	sv.svc.Close()
+	err := sv.svc.Wait()
 	sv.s.calls.Wait()
-	return err
+	if err != nil {
+		return fmt.Errorf("aci: accept: %w", err)
+	}
+	return nil
 }
 
 // admission is who may connect: the runtime's uids, or everyone (open).

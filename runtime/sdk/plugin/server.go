@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"regexp"
 	"slices"
@@ -426,58 +425,27 @@ func (s *Server) ServeListener(ctx context.Context, ln *transport.Listener) erro
 		ln.Close()
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	conns := map[net.Conn]struct{}{}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		<-ctx.Done()
-		ln.Close()
-		mu.Lock()
-		for c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	}()
-	var acceptErr error
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() == nil {
-				acceptErr = fmt.Errorf("plugin: accept: %w", err)
-			}
-			break
-		}
+	var svc transport.Service
+	err = svc.Serve(ctx, ln, func(c *transport.Conn) transport.Admission {
 		if allow != nil && !allow(c.Cred().UID) {
 			// Not the runtime: like an unbindable service, the peer gets
 			// nothing at all.
 			s.logger.Warn("plugin: connection refused: peer is not the runtime", "uid", c.Cred().UID)
-			c.Close()
-			continue
+			return transport.Refuse(nil)
 		}
-		mu.Lock()
-		conns[c] = struct{}{}
-		mu.Unlock()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				mu.Lock()
-				delete(conns, c)
-				mu.Unlock()
-				c.Close()
-			}()
+		return transport.Admission{Serve: func(ctx context.Context, c *transport.Conn) {
 			if err := s.ServeConn(ctx, c); err != nil && ctx.Err() == nil {
 				s.logger.Debug("plugin: connection ended", "err", err)
 			}
-		}()
+		}}
+	})
+	if err != nil {
+		return fmt.Errorf("plugin: %w", err)
 	}
-	cancel()
-	wg.Wait()
-	return acceptErr
+	if err := svc.Wait(); err != nil {
+		return fmt.Errorf("plugin: accept: %w", err)
+	}
+	return nil
 }
 
 // allowed returns the admission rule of Serve (nil = everyone).

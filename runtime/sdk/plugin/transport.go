@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
 
@@ -277,20 +278,14 @@ func (c *conn) Close() error {
 	return c.closeErr
 }
 
-// errorLine is an encoded JSON-RPC error response; id nil means null.
+// errorLine is an encoded JSON-RPC error response without its newline
+// (writeRaw adds it); id nil means null.
 func errorLine(id any, code int64, text string) []byte {
-	b, _ := json.Marshal(struct {
-		JSONRPC string `json:"jsonrpc"`
-		ID      any    `json:"id"`
-		Error   struct {
-			Code    int64  `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{JSONRPC: "2.0", ID: id, Error: struct {
-		Code    int64  `json:"code"`
-		Message string `json:"message"`
-	}{code, text}})
-	return b
+	raw, err := json.Marshal(id)
+	if err != nil {
+		raw = nil
+	}
+	return bytes.TrimSuffix(errcode.ErrorLine(raw, errcode.Protocol(int(code), text)), []byte("\n"))
 }
 
 // oversized describes a line over the limit.

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentoslab/agentlab/devices/virtual/internal/peer"
+	"github.com/agentoslab/agentlab/internal/peercred"
 )
 
 // SocketName is the abstract socket of the property service inside a
@@ -108,10 +108,11 @@ func (s *Server) Close() {
 }
 
 func (s *Server) handle(c net.Conn) {
-	uid, err := peer.UID(c)
+	cred, err := peercred.Of(c)
 	if err != nil {
 		return
 	}
+	uid := cred.UID
 	c.SetDeadline(time.Now().Add(ioTimeout))
 	var req Request
 	if err := json.NewDecoder(io.LimitReader(c, maxRequest)).Decode(&req); err != nil {

@@ -18,8 +18,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentoslab/agentlab/devices/virtual/internal/peer"
 	"github.com/agentoslab/agentlab/devices/virtual/internal/proc"
+	"github.com/agentoslab/agentlab/internal/peercred"
 	"golang.org/x/sys/unix"
 )
 
@@ -115,7 +115,7 @@ func (d *Daemon) handle(c *net.UnixConn) {
 		c.SetWriteDeadline(time.Now().Add(5 * time.Second))
 		c.Write(b)
 	}
-	cred, err := peer.Cred(c)
+	cred, err := peercred.Of(c)
 	if err != nil {
 		return
 	}
@@ -132,8 +132,8 @@ func (d *Daemon) handle(c *net.UnixConn) {
 			f.Close()
 		}
 	}()
-	if !allowed(int(cred.Uid)) {
-		d.log.Info("su denied", "uid", cred.Uid)
+	if !allowed(cred.UID) {
+		d.log.Info("su denied", "uid", cred.UID)
 		reply(Response{Code: 1, Err: "Permission denied"})
 		return
 	}
@@ -167,7 +167,7 @@ func (d *Daemon) handle(c *net.UnixConn) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		dir = "/"
 	}
-	d.log.Info("su", "from", cred.Uid, "to", req.UID)
+	d.log.Info("su", "from", cred.UID, "to", req.UID)
 	p, err := d.reaper.Start(&proc.Cmd{Path: path, Args: argv, Env: req.Env, Dir: dir, Cred: pcred, Files: files, Setsid: true})
 	for _, f := range files {
 		f.Close()

@@ -19,10 +19,10 @@ import (
 
 	"github.com/agentoslab/agentlab/devices/virtual/internal/boot"
 	"github.com/agentoslab/agentlab/devices/virtual/internal/modules"
-	"github.com/agentoslab/agentlab/devices/virtual/internal/peer"
 	"github.com/agentoslab/agentlab/devices/virtual/internal/proc"
 	"github.com/agentoslab/agentlab/devices/virtual/internal/props"
 	"github.com/agentoslab/agentlab/devices/virtual/internal/su"
+	"github.com/agentoslab/agentlab/internal/peercred"
 )
 
 // InDevice reports whether this process is the multi-call binary inside a
@@ -514,8 +514,8 @@ func (t *tool) vdevtool(args []string) int {
 		}
 		go func() {
 			defer c.Close()
-			if uid, err := peer.UID(c); err == nil {
-				fmt.Fprintf(c, "uid=%d\n", uid)
+			if cred, err := peercred.Of(c); err == nil {
+				fmt.Fprintf(c, "uid=%d\n", cred.UID)
 			}
 			io.Copy(c, c)
 		}()

@@ -17,6 +17,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -106,27 +107,24 @@ func serve(server string) int {
 	case "stubborn":
 		signal.Ignore(syscall.SIGTERM)
 	}
-	ln, err := transport.Listen(os.Getenv("AGENTOS_SOCKET"))
+	ctx := context.Background()
+	if server != "stubborn" {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, syscall.SIGTERM)
+		defer stop()
+	}
+	var svc transport.Service
+	err := svc.Start(ctx, os.Getenv("AGENTOS_SOCKET"), func(*transport.Conn) transport.Admission {
+		return transport.Admission{Serve: func(_ context.Context, c *transport.Conn) {
+			wd, _ := os.Getwd()
+			b, _ := json.Marshal(map[string]any{"uid": os.Getuid(), "package": os.Getenv("AGENTOS_PACKAGE"), "server": server, "cwd": wd})
+			c.Write(append(b, '\n'))
+		}}
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testapp:", err)
 		return 1
 	}
-	if server != "stubborn" {
-		go func() {
-			sig := make(chan os.Signal, 1)
-			signal.Notify(sig, syscall.SIGTERM)
-			<-sig
-			ln.Close()
-		}()
-	}
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return 0
-		}
-		wd, _ := os.Getwd()
-		b, _ := json.Marshal(map[string]any{"uid": os.Getuid(), "package": os.Getenv("AGENTOS_PACKAGE"), "server": server, "cwd": wd})
-		c.Write(append(b, '\n'))
-		c.Close()
-	}
+	svc.Wait()
+	return 0
 }

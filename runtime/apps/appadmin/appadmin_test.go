@@ -1,9 +1,11 @@
-package admin
+package appadmin
 
 import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,11 +18,36 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/admin"
 	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/apps/apptest"
 	"github.com/agentoslab/agentlab/runtime/apps/launcher"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
+
+// The test binary doubles as `agentosd ctl` run under other uids.
+func TestMain(m *testing.M) {
+	if os.Getenv("ADMIN_TEST_CTL") == "1" {
+		os.Exit(admin.Ctl(context.Background(), ctlVerbs(), os.Args[1:], admin.CtlIO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}))
+	}
+	os.Exit(m.Run())
+}
+
+func ctlVerbs() []admin.Verb { return append(admin.Verbs(), Verbs()...) }
+
+func testNames(t testing.TB) transport.Names {
+	var b [4]byte
+	rand.Read(b[:])
+	return transport.Names{Prefix: "t" + hex.EncodeToString(b[:]) + "-"}
+}
+
+func runCtl(t *testing.T, prefix string, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	full := append([]string{"--socket-prefix", prefix}, args...)
+	code := admin.Ctl(context.Background(), ctlVerbs(), full, admin.CtlIO{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb})
+	return code, out.String(), errb.String()
+}
 
 var testapp struct {
 	once sync.Once
@@ -108,10 +135,8 @@ func startAppsEnv(t *testing.T) *appsEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { table.Close() })
-	srv := NewServer(&Options{Name: names.Admin(), RuntimeUID: 10099, Version: "test"})
-	Provide(srv, table)
-	Provide(srv, launcher.NewClient(ln.Socket()))
-	srv.AddStatusSection(AppsSection(table))
+	srv := admin.NewServer(&admin.Options{Name: names.Admin(), RuntimeUID: 10099, Version: "test",
+		Methods: Methods(table, launcher.NewClient(ln.Socket())), Status: []admin.StatusSection{AppsSection(table)}})
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -127,36 +152,36 @@ func TestAppLifecycleThroughCtl(t *testing.T) {
 	d1 := apps.SigningDigest(k1.Public().(ed25519.PublicKey))
 
 	code, out, errs := runCtl(t, p, "", "app", "install", bundleFile(t, e.dir, 1, k1))
-	if code != ExitOK || !strings.HasPrefix(out, "installed "+lifePkg+" 1.1 (versionCode 1, uid ") || !strings.Contains(out, d1[:12]) {
+	if code != admin.ExitOK || !strings.HasPrefix(out, "installed "+lifePkg+" 1.1 (versionCode 1, uid ") || !strings.Contains(out, d1[:12]) {
 		t.Fatalf("install: %d %q %q", code, out, errs)
 	}
 	code, out, _ = runCtl(t, p, "", "app", "list", "--json")
 	var list []apps.Package
-	if code != ExitOK || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].SigningDigest != d1 {
+	if code != admin.ExitOK || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].SigningDigest != d1 {
 		t.Fatalf("list: %d %s", code, out)
 	}
 	uid := list[0].UID
 
 	// A debug command runs as the app's uid; ctl prints its stdout.
 	code, out, errs = runCtl(t, p, "", "app", "run", lifePkg, "--", "id")
-	if code != ExitOK || strings.TrimSpace(out) != strconv.Itoa(uid) {
+	if code != admin.ExitOK || strings.TrimSpace(out) != strconv.Itoa(uid) {
 		t.Fatalf("run id: %d %q %q (uid %d)", code, out, errs, uid)
 	}
 	// ctl exits with the app's exit code.
 	if code, out, _ = runCtl(t, p, "", "app", "run", lifePkg, "--", "exit", "5"); code != 5 || out != "exiting with 5\n" {
 		t.Fatalf("run exit 5: %d %q", code, out)
 	}
-	if code, _, errs = runCtl(t, p, "", "app", "run", lifePkg, "--", "rm", "-rf", "/"); code != ExitFailed || !strings.Contains(errs, "not a debug command") {
+	if code, _, errs = runCtl(t, p, "", "app", "run", lifePkg, "--", "rm", "-rf", "/"); code != admin.ExitFailed || !strings.Contains(errs, "not a debug command") {
 		t.Fatalf("run of an undeclared command: %d %q", code, errs)
 	}
 
 	// Upgrade, same signer.
-	if code, out, errs = runCtl(t, p, "", "app", "install", bundleFile(t, e.dir, 2, k1)); code != ExitOK || !strings.HasPrefix(out, "updated "+lifePkg) {
+	if code, out, errs = runCtl(t, p, "", "app", "install", bundleFile(t, e.dir, 2, k1)); code != admin.ExitOK || !strings.HasPrefix(out, "updated "+lifePkg) {
 		t.Fatalf("upgrade: %d %q %q", code, out, errs)
 	}
 	// Upgrade by another signer: flagged, same uid.
 	code, out, errs = runCtl(t, p, "", "app", "install", bundleFile(t, e.dir, 3, k2))
-	if code != ExitOK || !strings.Contains(out, "SIGNATURE CHANGED from "+d1[:12]) || !strings.Contains(out, fmt.Sprintf("uid %d", uid)) {
+	if code != admin.ExitOK || !strings.Contains(out, "SIGNATURE CHANGED from "+d1[:12]) || !strings.Contains(out, fmt.Sprintf("uid %d", uid)) {
 		t.Fatalf("signature change: %d %q %q", code, out, errs)
 	}
 	e.table.Reload()
@@ -164,12 +189,12 @@ func TestAppLifecycleThroughCtl(t *testing.T) {
 		t.Fatalf("change feed %+v", evs)
 	}
 	// Reinstalling the same version is a no-op success.
-	if code, out, _ = runCtl(t, p, "", "app", "install", bundleFile(t, e.dir, 3, k2)); code != ExitOK || !strings.HasPrefix(out, "already installed") {
+	if code, out, _ = runCtl(t, p, "", "app", "install", bundleFile(t, e.dir, 3, k2)); code != admin.ExitOK || !strings.HasPrefix(out, "already installed") {
 		t.Fatalf("same version: %d %q", code, out)
 	}
 	// Downgrade refused, with the reason in JSON too.
 	code, out, _ = runCtl(t, p, "", "app", "install", bundleFile(t, e.dir, 2, k2), "--json")
-	if code != ExitFailed || !strings.Contains(out, `"reason":"downgrade"`) {
+	if code != admin.ExitFailed || !strings.Contains(out, `"reason":"downgrade"`) {
 		t.Fatalf("downgrade: %d %s", code, out)
 	}
 	// A tampered bundle is refused with the entry named.
@@ -177,21 +202,21 @@ func TestAppLifecycleThroughCtl(t *testing.T) {
 	b, _ := os.ReadFile(bad)
 	b[bytes.Index(b, []byte(`"Admin test"`))+1] ^= 1
 	os.WriteFile(bad, b, 0o644)
-	if code, _, errs = runCtl(t, p, "", "app", "install", bad); code != ExitFailed || !strings.Contains(errs, `entry "app.json": entry changed after signing`) {
+	if code, _, errs = runCtl(t, p, "", "app", "install", bad); code != admin.ExitFailed || !strings.Contains(errs, `entry "app.json": entry changed after signing`) {
 		t.Fatalf("tampered: %d %q", code, errs)
 	}
-	if code, out, _ = runCtl(t, p, "", "status"); code != ExitOK || !strings.Contains(out, "installed=1") {
+	if code, out, _ = runCtl(t, p, "", "status"); code != admin.ExitOK || !strings.Contains(out, "installed=1") {
 		t.Fatalf("status: %d %q", code, out)
 	}
 
 	// Uninstall.
-	if code, out, errs = runCtl(t, p, "", "app", "uninstall", lifePkg); code != ExitOK || !strings.HasPrefix(out, "uninstalled "+lifePkg) {
+	if code, out, errs = runCtl(t, p, "", "app", "uninstall", lifePkg); code != admin.ExitOK || !strings.HasPrefix(out, "uninstalled "+lifePkg) {
 		t.Fatalf("uninstall: %d %q %q", code, out, errs)
 	}
-	if code, out, _ = runCtl(t, p, "", "app", "list"); code != ExitOK || out != "no apps installed\n" {
+	if code, out, _ = runCtl(t, p, "", "app", "list"); code != admin.ExitOK || out != "no apps installed\n" {
 		t.Fatalf("list after uninstall: %d %q", code, out)
 	}
-	if code, _, errs = runCtl(t, p, "", "app", "uninstall", lifePkg); code != ExitFailed || !strings.Contains(errs, "not installed") {
+	if code, _, errs = runCtl(t, p, "", "app", "uninstall", lifePkg); code != admin.ExitFailed || !strings.Contains(errs, "not installed") {
 		t.Fatalf("second uninstall: %d %q", code, errs)
 	}
 }
@@ -200,7 +225,7 @@ func TestAppMethodsPermissions(t *testing.T) {
 	e := startAppsEnv(t)
 	k, _ := apps.GenerateKey()
 	bundle := bundleFile(t, e.dir, 1, k)
-	if code, _, errs := runCtl(t, e.names.Prefix, "", "app", "install", bundle); code != ExitOK {
+	if code, _, errs := runCtl(t, e.names.Prefix, "", "app", "install", bundle); code != admin.ExitOK {
 		t.Fatal(errs)
 	}
 	bin := apptest.Stage(t, "")
@@ -210,12 +235,12 @@ func TestAppMethodsPermissions(t *testing.T) {
 		code int
 		want string
 	}{
-		{ShellUID, []string{"app", "install", bundle}, ExitFailed, "forbidden: app.install is for root only"},
-		{ShellUID, []string{"app", "uninstall", lifePkg}, ExitFailed, "forbidden: app.uninstall is for root only"},
-		{ShellUID, []string{"app", "list"}, ExitOK, lifePkg},
-		{ShellUID, []string{"app", "run", lifePkg, "--", "exit", "3"}, 3, "exiting with 3"},
-		{10099, []string{"app", "run", lifePkg, "--", "id"}, ExitFailed, "forbidden: app.run is for root|shell only"},
-		{10555, []string{"app", "list"}, ExitFailed, "closed the connection without answering"},
+		{admin.ShellUID, []string{"app", "install", bundle}, admin.ExitFailed, "forbidden: app.install is for root only"},
+		{admin.ShellUID, []string{"app", "uninstall", lifePkg}, admin.ExitFailed, "forbidden: app.uninstall is for root only"},
+		{admin.ShellUID, []string{"app", "list"}, admin.ExitOK, lifePkg},
+		{admin.ShellUID, []string{"app", "run", lifePkg, "--", "exit", "3"}, 3, "exiting with 3"},
+		{10099, []string{"app", "run", lifePkg, "--", "id"}, admin.ExitFailed, "forbidden: app.run is for root|shell only"},
+		{10555, []string{"app", "list"}, admin.ExitFailed, "closed the connection without answering"},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.uid, tt.args), func(t *testing.T) {
@@ -249,18 +274,17 @@ func TestAppMethodsWithoutSupervisor(t *testing.T) {
 	defer in.Close()
 	table, _ := apps.OpenTable(in.Dir(), &apps.TableOptions{PollInterval: -1})
 	defer table.Close()
-	srv := NewServer(&Options{Name: names.Admin()})
-	Provide(srv, table)
-	Provide(srv, launcher.NewClient(launcher.SocketName(names))) // nobody listens
+	// Nobody listens on the launcher socket.
+	srv := admin.NewServer(&admin.Options{Name: names.Admin(), Methods: Methods(table, launcher.NewClient(launcher.SocketName(names)))})
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
 	code, _, errs := runCtl(t, names.Prefix, "", "app", "install", "/nonexistent.agentapp")
-	if code != ExitFailed || !strings.Contains(errs, "the supervisor is not running") {
+	if code != admin.ExitFailed || !strings.Contains(errs, "the supervisor is not running") {
 		t.Fatalf("%d %q", code, errs)
 	}
-	if code, out, _ := runCtl(t, names.Prefix, "", "app", "list"); code != ExitOK || out != "no apps installed\n" {
+	if code, out, _ := runCtl(t, names.Prefix, "", "app", "list"); code != admin.ExitOK || out != "no apps installed\n" {
 		t.Fatalf("list without supervisor: %d %q", code, out)
 	}
 }
@@ -287,14 +311,14 @@ func TestRunParams(t *testing.T) {
 			continue
 		}
 		if tt.ok {
-			tp := p.(TimeoutParams)
+			tp := p.(admin.TimeoutParams)
 			if r := tp.Params.(runReq); time.Duration(r.TimeoutMs)*time.Millisecond != tt.timeout || r.Package != "a.b" {
 				t.Errorf("%v: %+v", tt.args, r)
 			}
 		}
 	}
 	p, _ := runParams([]string{"a.b", "--", "tool", "x", "--", "y"}, nil)
-	if got := p.(TimeoutParams).Params.(runReq).Args; strings.Join(got, " ") != "tool x -- y" {
+	if got := p.(admin.TimeoutParams).Params.(runReq).Args; strings.Join(got, " ") != "tool x -- y" {
 		t.Errorf("args after the first -- %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package access_test
+package daemon_test
 
 import (
 	"bufio"
@@ -28,7 +28,7 @@ import (
 // an app installed as a signed bundle and run under its allocated uid,
 // the owner's answers through agentosd ctl.
 
-const appEnv = "ACCESS_TEST_APP"
+const appEnv = "DAEMON_TEST_APP"
 
 var agentosd string // the built binary
 
@@ -109,7 +109,7 @@ func TestServeWithAccess(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root: the runtime and the app run under their own uids")
 	}
-	root, err := os.MkdirTemp("", "access-root-")
+	root, err := os.MkdirTemp("", "daemon-root-")
 	if err != nil {
 		t.Fatal(err)
 	}

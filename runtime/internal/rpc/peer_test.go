@@ -1,4 +1,4 @@
-package wire
+package rpc
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func pair(t *testing.T, ha, hb Handler, na, nb Notify) (*Peer, *Peer) {
 		t.Fatal(err)
 	}
 	cb := <-ch
-	a, b := New(ca, ha, na, nil), New(cb, hb, nb, nil)
+	a, b := New(ca, &Options{Handler: ha, Notify: na}), New(cb, &Options{Handler: hb, Notify: nb})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -143,4 +143,38 @@ func TestCloseFailsCallsInFlight(t *testing.T) {
 	if err := a.Call(context.Background(), "x", nil, nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("call on closed peer = %v", err)
 	}
+}
+
+// TestRefusalOfTheConnection: an error response with id null is the other
+// end refusing the connection (admin's busy): the call in flight and
+// every later call fail with it, not with a bare ErrClosed.
+func TestRefusalOfTheConnection(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("unix", dir+"/l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Write(errcode.ErrorLine(nil, errcode.New(errcode.Busy, "too many").Wire()))
+		c.Close()
+	}()
+	c, err := net.Dial("unix", dir+"/l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(c, nil)
+	done := make(chan struct{})
+	go func() { defer close(done); p.Run(context.Background()) }()
+	for i := range 2 {
+		err := p.Call(context.Background(), "x", nil, nil)
+		if !errors.Is(err, errcode.Busy) {
+			t.Fatalf("call %d: %v, want busy", i, err)
+		}
+	}
+	<-done
 }

@@ -1,4 +1,13 @@
-package admin
+// Package appadmin is the owner's app commands: the app.* admin methods
+// and their `agentosd ctl app …` verbs (install, uninstall, list, ps,
+// run, stop), over the runtime's package table (runtime/apps) and the
+// supervisor's launcher (runtime/apps/launcher), and the "apps" and
+// "supervisor" sections of `agentosd ctl status`.
+//
+// Installs and uninstalls are done by the supervisor (root) through the
+// launcher; those methods admit root only, and the table's files are
+// root's, so the runtime itself can read but never change them.
+package appadmin
 
 import (
 	"context"
@@ -6,83 +15,55 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/admin"
 	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/apps/launcher"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/supervise"
-	"github.com/agentoslab/agentlab/runtime/transport"
 )
 
-// The app methods need the package table (*apps.Table) and the launcher
-// client (*launcher.Client); serve provides both:
-//
-//	admin.Provide(srv, table)
-//	admin.Provide(srv, launcher.NewClient(launcher.SocketName(names)))
-//	srv.AddStatusSection(admin.AppsSection(table))
-//	srv.AddStatusSection(admin.SupervisorSection(statusPath))
-//
-// Installs and uninstalls are done by the supervisor (root) through the
-// launcher; these methods admit root only, and the table's files are
-// root's, so the runtime itself can read but never change them.
-func init() {
-	Register(
-		Method{Name: "app.install", Perm: Root, Summary: "verify and install (or upgrade) an app bundle", Timeout: 5 * time.Minute, Handle: appInstall},
-		Method{Name: "app.list", Perm: Owner, Summary: "list installed apps", Handle: appList},
-		Method{Name: "app.ps", Perm: Owner, Summary: "list running app processes", Handle: appPS},
-		Method{Name: "app.run", Perm: Root | Shell, Summary: "run an app's debug command as its uid", Timeout: launcher.MaxRunTimeout + 30*time.Second, Handle: appRun},
-		Method{Name: "app.stop", Perm: Root | Shell, Summary: "stop an app's processes", Handle: appStop},
-		Method{Name: "app.uninstall", Perm: Root, Summary: "uninstall an app (code and data)", Timeout: 2 * time.Minute, Handle: appUninstall},
-	)
-	RegisterVerb(
-		Verb{Group: "app", Name: "install", Method: "app.install", Args: "FILE.agentapp", Summary: "install or upgrade an app bundle (root)",
+// Methods are the app.* admin methods over the package table t and the
+// launcher client l (both required).
+func Methods(t *apps.Table, l *launcher.Client) []admin.Method {
+	b := backend{t, l}
+	return []admin.Method{
+		{Name: "app.install", Perm: admin.Root, Summary: "verify and install (or upgrade) an app bundle", Timeout: 5 * time.Minute, Handle: b.install},
+		{Name: "app.list", Perm: admin.Owner, Summary: "list installed apps", Handle: b.list},
+		{Name: "app.ps", Perm: admin.Owner, Summary: "list running app processes", Handle: b.ps},
+		{Name: "app.run", Perm: admin.Root | admin.Shell, Summary: "run an app's debug command as its uid", Timeout: launcher.MaxRunTimeout + 30*time.Second, Handle: b.run},
+		{Name: "app.stop", Perm: admin.Root | admin.Shell, Summary: "stop an app's processes", Handle: b.stop},
+		{Name: "app.uninstall", Perm: admin.Root, Summary: "uninstall an app (code and data)", Timeout: 2 * time.Minute, Handle: b.uninstall},
+	}
+}
+
+// Verbs are the `agentosd ctl app …` verbs.
+func Verbs() []admin.Verb {
+	return []admin.Verb{
+		{Group: "app", Name: "install", Method: "app.install", Args: "FILE.agentapp", Summary: "install or upgrade an app bundle (root)",
 			Params: installParams, Text: printInstall, Timeout: 5 * time.Minute},
-		Verb{Group: "app", Name: "list", Method: "app.list", Summary: "list installed apps", Text: printApps},
-		Verb{Group: "app", Name: "ps", Method: "app.ps", Summary: "list running app processes", Text: printProcs},
-		Verb{Group: "app", Name: "run", Method: "app.run", Args: "PACKAGE [--timeout D] -- COMMAND [ARGS…]",
+		{Group: "app", Name: "list", Method: "app.list", Summary: "list installed apps", Text: printApps},
+		{Group: "app", Name: "ps", Method: "app.ps", Summary: "list running app processes", Text: printProcs},
+		{Group: "app", Name: "run", Method: "app.run", Args: "PACKAGE [--timeout D] -- COMMAND [ARGS…]",
 			Summary: "run an app's debug command; prints its stdout, exits with its code", Params: runParams, Finish: finishRun},
-		Verb{Group: "app", Name: "stop", Method: "app.stop", Args: "PACKAGE [SERVER]", Summary: "stop an app's processes", Params: stopParams, Text: printStop},
-		Verb{Group: "app", Name: "uninstall", Method: "app.uninstall", Args: "PACKAGE", Summary: "uninstall an app (root)",
+		{Group: "app", Name: "stop", Method: "app.stop", Args: "PACKAGE [SERVER]", Summary: "stop an app's processes", Params: stopParams, Text: printStop},
+		{Group: "app", Name: "uninstall", Method: "app.uninstall", Args: "PACKAGE", Summary: "uninstall an app (root)",
 			Params: packageParam, Text: printUninstall, Timeout: 2 * time.Minute},
-	)
+	}
 }
 
-// AttachApps gives the admin server of a runtime started by the
-// supervisor its app methods: it opens the package table under root
-// (root/apps, polled for changes), provides it and a launcher client for
-// names to srv, and adds the apps and supervisor status sections. The
-// caller shares the table with the caller channel and the extension host
-// and closes it at shutdown. A runtime started without a supervisor
-// (root "") gets none of this; its app methods answer busy.
-func AttachApps(srv *Server, root string, names transport.Names, logger *slog.Logger) (*apps.Table, error) {
-	env := supervise.RuntimeEnv{Root: root}
-	t, err := apps.OpenTable(env.AppsDir(), &apps.TableOptions{Logger: logger})
-	if err != nil {
-		return nil, fmt.Errorf("admin: %w", err)
-	}
-	Provide(srv, t)
-	Provide(srv, launcher.NewClient(launcher.SocketName(names)))
-	srv.AddStatusSection(AppsSection(t))
-	srv.AddStatusSection(SupervisorSection(env.StatusPath()))
-	return t, nil
+// Status are the "apps" and "supervisor" sections of status.
+func Status(t *apps.Table, env supervise.RuntimeEnv) []admin.StatusSection {
+	return []admin.StatusSection{AppsSection(t), SupervisorSection(env.StatusPath())}
 }
 
-// appsBackend returns the table and the launcher client.
-func appsBackend(c *Call) (*apps.Table, *launcher.Client, error) {
-	t, err := Use[*apps.Table](c)
-	if err != nil {
-		return nil, nil, err
-	}
-	l, err := Use[*launcher.Client](c)
-	if err != nil {
-		return nil, nil, err
-	}
-	return t, l, nil
+type backend struct {
+	table    *apps.Table
+	launcher *launcher.Client
 }
 
 // launcherErr turns a launcher failure into the owner's error: its own
@@ -106,7 +87,7 @@ type installReq struct {
 	Path string `json:"path"`
 }
 
-func appInstall(ctx context.Context, c *Call) (any, error) {
+func (b backend) install(ctx context.Context, c *admin.Call) (any, error) {
 	var p installReq
 	if err := c.Decode(&p); err != nil {
 		return nil, err
@@ -114,15 +95,11 @@ func appInstall(ctx context.Context, c *Call) (any, error) {
 	if !filepath.IsAbs(p.Path) {
 		return nil, errcode.New(errcode.InvalidParams, "path must be absolute")
 	}
-	t, l, err := appsBackend(c)
-	if err != nil {
-		return nil, err
-	}
-	res, err := l.Install(ctx, p.Path)
+	res, err := b.launcher.Install(ctx, p.Path)
 	if err != nil {
 		return nil, launcherErr(err)
 	}
-	t.Reload()
+	b.table.Reload()
 	return res, nil
 }
 
@@ -130,46 +107,34 @@ type packageReq struct {
 	Package string `json:"package"`
 }
 
-func appUninstall(ctx context.Context, c *Call) (any, error) {
+func (b backend) uninstall(ctx context.Context, c *admin.Call) (any, error) {
 	var p packageReq
 	if err := c.Decode(&p); err != nil {
 		return nil, err
 	}
-	t, l, err := appsBackend(c)
-	if err != nil {
-		return nil, err
-	}
-	pkg, err := l.Uninstall(ctx, p.Package)
+	pkg, err := b.launcher.Uninstall(ctx, p.Package)
 	if err != nil {
 		return nil, launcherErr(err)
 	}
-	t.Reload()
+	b.table.Reload()
 	return pkg, nil
 }
 
-func appList(ctx context.Context, c *Call) (any, error) {
+func (b backend) list(ctx context.Context, c *admin.Call) (any, error) {
 	if err := c.Decode(&struct{}{}); err != nil {
 		return nil, err
 	}
-	t, err := Use[*apps.Table](c)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.Reload(); err != nil {
+	if err := b.table.Reload(); err != nil {
 		return nil, errcode.Wrap(errcode.StoreFailed, err.Error(), err)
 	}
-	return t.All(), nil
+	return b.table.All(), nil
 }
 
-func appPS(ctx context.Context, c *Call) (any, error) {
+func (b backend) ps(ctx context.Context, c *admin.Call) (any, error) {
 	if err := c.Decode(&struct{}{}); err != nil {
 		return nil, err
 	}
-	l, err := Use[*launcher.Client](c)
-	if err != nil {
-		return nil, err
-	}
-	ps, err := l.List(ctx)
+	ps, err := b.launcher.List(ctx)
 	if err != nil {
 		return nil, launcherErr(err)
 	}
@@ -182,16 +147,12 @@ type runReq struct {
 	TimeoutMs int64    `json:"timeoutMs,omitempty"`
 }
 
-func appRun(ctx context.Context, c *Call) (any, error) {
+func (b backend) run(ctx context.Context, c *admin.Call) (any, error) {
 	var p runReq
 	if err := c.Decode(&p); err != nil {
 		return nil, err
 	}
-	l, err := Use[*launcher.Client](c)
-	if err != nil {
-		return nil, err
-	}
-	res, err := l.Run(ctx, p.Package, p.Args, time.Duration(p.TimeoutMs)*time.Millisecond)
+	res, err := b.launcher.Run(ctx, p.Package, p.Args, time.Duration(p.TimeoutMs)*time.Millisecond)
 	if err != nil {
 		return nil, launcherErr(err)
 	}
@@ -203,16 +164,12 @@ type stopReq struct {
 	Server  string `json:"server,omitempty"`
 }
 
-func appStop(ctx context.Context, c *Call) (any, error) {
+func (b backend) stop(ctx context.Context, c *admin.Call) (any, error) {
 	var p stopReq
 	if err := c.Decode(&p); err != nil {
 		return nil, err
 	}
-	l, err := Use[*launcher.Client](c)
-	if err != nil {
-		return nil, err
-	}
-	n, err := l.Stop(ctx, p.Package, p.Server)
+	n, err := b.launcher.Stop(ctx, p.Package, p.Server)
 	if err != nil {
 		return nil, launcherErr(err)
 	}
@@ -221,16 +178,16 @@ func appStop(ctx context.Context, c *Call) (any, error) {
 
 // AppsSection is the "apps" section of status: how many are installed
 // and the table's version.
-func AppsSection(t *apps.Table) StatusSection {
-	return StatusSection{Name: "apps", Read: func(context.Context) (any, error) {
+func AppsSection(t *apps.Table) admin.StatusSection {
+	return admin.StatusSection{Name: "apps", Read: func(context.Context) (any, error) {
 		return map[string]any{"installed": len(t.All()), "tableVersion": t.Version()}, nil
 	}}
 }
 
 // SupervisorSection is the "supervisor" section of status, read from the
 // supervisor's status file.
-func SupervisorSection(statusPath string) StatusSection {
-	return StatusSection{Name: "supervisor", Read: func(context.Context) (any, error) {
+func SupervisorSection(statusPath string) admin.StatusSection {
+	return admin.StatusSection{Name: "supervisor", Read: func(context.Context) (any, error) {
 		st, err := supervise.ReadStatus(statusPath)
 		if err != nil {
 			return nil, errors.New("no supervisor status (not started by agentosd supervise?)")
@@ -247,7 +204,7 @@ func SupervisorSection(statusPath string) StatusSection {
 
 func installParams(args []string, _ io.Reader) (any, error) {
 	if len(args) != 1 {
-		return nil, Usagef("want one bundle file")
+		return nil, admin.Usagef("want one bundle file")
 	}
 	p, err := filepath.Abs(args[0])
 	if err != nil {
@@ -258,14 +215,14 @@ func installParams(args []string, _ io.Reader) (any, error) {
 
 func packageParam(args []string, _ io.Reader) (any, error) {
 	if len(args) != 1 || args[0] == "" {
-		return nil, Usagef("want one package name")
+		return nil, admin.Usagef("want one package name")
 	}
 	return packageReq{Package: args[0]}, nil
 }
 
 func stopParams(args []string, _ io.Reader) (any, error) {
 	if len(args) < 1 || len(args) > 2 {
-		return nil, Usagef("want a package and optionally a server")
+		return nil, admin.Usagef("want a package and optionally a server")
 	}
 	p := stopReq{Package: args[0]}
 	if len(args) == 2 {
@@ -283,7 +240,7 @@ func runParams(args []string, _ io.Reader) (any, error) {
 		}
 	}
 	if sep < 0 || sep == len(args)-1 {
-		return nil, Usagef("want the command after --")
+		return nil, admin.Usagef("want the command after --")
 	}
 	// PACKAGE and --timeout D in either order before "--".
 	var pkgs []string
@@ -295,7 +252,7 @@ func runParams(args []string, _ io.Reader) (any, error) {
 		switch {
 		case a == "--timeout" || a == "-timeout":
 			if i+1 == len(head) {
-				return nil, Usagef("--timeout needs a duration")
+				return nil, admin.Usagef("--timeout needs a duration")
 			}
 			val, isTimeout = head[i+1], true
 			i++
@@ -303,25 +260,25 @@ func runParams(args []string, _ io.Reader) (any, error) {
 			_, val, _ = strings.Cut(a, "=")
 			isTimeout = true
 		case strings.HasPrefix(a, "-"):
-			return nil, Usagef("unknown flag %s", a)
+			return nil, admin.Usagef("unknown flag %s", a)
 		default:
 			pkgs = append(pkgs, a)
 		}
 		if isTimeout {
 			d, err := time.ParseDuration(val)
 			if err != nil {
-				return nil, Usagef("--timeout %q: %v", val, err)
+				return nil, admin.Usagef("--timeout %q: %v", val, err)
 			}
 			timeout = d
 		}
 	}
 	if len(pkgs) != 1 {
-		return nil, Usagef("want one package before --")
+		return nil, admin.Usagef("want one package before --")
 	}
 	if timeout <= 0 || timeout > launcher.MaxRunTimeout {
-		return nil, Usagef("--timeout must be within (0, %s]", launcher.MaxRunTimeout)
+		return nil, admin.Usagef("--timeout must be within (0, %s]", launcher.MaxRunTimeout)
 	}
-	return TimeoutParams{
+	return admin.TimeoutParams{
 		Params:  runReq{Package: pkgs[0], Args: args[sep+1:], TimeoutMs: timeout.Milliseconds()},
 		Timeout: timeout + 30*time.Second,
 	}, nil
@@ -331,7 +288,7 @@ func finishRun(raw json.RawMessage, asJSON bool, stdout, stderr io.Writer) int {
 	var r launcher.RunResult
 	if err := json.Unmarshal(raw, &r); err != nil {
 		fmt.Fprintf(stderr, "agentosd ctl app run: malformed result: %v\n", err)
-		return ExitFailed
+		return admin.ExitFailed
 	}
 	if asJSON {
 		fmt.Fprintf(stdout, "%s\n", raw)
@@ -346,7 +303,7 @@ func finishRun(raw json.RawMessage, asJSON bool, stdout, stderr io.Writer) int {
 		}
 	}
 	if r.ExitCode < 0 || r.ExitCode > 255 {
-		return ExitFailed
+		return admin.ExitFailed
 	}
 	return r.ExitCode
 }
