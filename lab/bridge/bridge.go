@@ -500,6 +500,9 @@ func (o *Options) connect(ctx context.Context, code string, requireCode bool) (*
 	if err != nil {
 		return nil, nil, fail(ExitFailure, err, "state file")
 	}
+	if requireCode && code == "" {
+		return nil, nil, fail(ExitUsage, nil, "pair needs the code the phone shows")
+	}
 	if t.serial != "" && !t.ready {
 		// A named serial: adb must know it.
 		if err := o.checkDevice(ctx, t.serial); err != nil {
@@ -507,9 +510,6 @@ func (o *Options) connect(ctx context.Context, code string, requireCode bool) (*
 		}
 	}
 	stored, havePairing := st.Devices[t.key]
-	if requireCode && code == "" {
-		return nil, nil, fail(ExitUsage, nil, "pair needs the code the phone shows")
-	}
 	if code == "" && !havePairing {
 		return nil, nil, &Error{Code: ExitAuth, Msg: "not paired with " + t.key, Hint: hint(ReasonPairingRequired, t), Reason: ReasonNotPaired}
 	}
