@@ -4,15 +4,46 @@
 // §8.4).
 //
 // Flow: resolve the target (adb:<serial>, or with --connect tcp:<host>:<port>
-// or unix:<path>); load the state file; a pairing code (--code or
-// $AGENTOS_PAIRING_CODE) or a stored token is needed; `adb -s S forward
-// tcp:P localabstract:agentos-acp` (removed on exit); connect; send the
-// _org.agentos/pair line; read the first answer line. A refusal prints its
-// reason and a hint and exits 3 (an invalid stored token is forgotten when
-// no code was given). A new token is stored. Then stdout carries only ACP:
-// every byte the phone sends after the answer line, and stdin is copied to
-// the phone byte for byte. Diagnostics go to stderr, prefixed
-// "agentlab bridge: ".
+// or unix:<path>); a named serial must be one adb lists as ready ("no
+// such device: S" otherwise, exit 4); load the state file; a pairing code
+// (--code or $AGENTOS_PAIRING_CODE) or a stored token is needed; `adb -s S
+// forward tcp:P localabstract:agentos-acp` (removed on exit); connect;
+// send the _org.agentos/pair line; read the first answer line. A refusal
+// prints its reason and a hint and exits 3 (an invalid stored token is
+// forgotten when no code was given). A new token is stored. Diagnostics go
+// to stderr, prefixed "agentlab bridge: ".
+//
+// An editor sees the failures too: when the bridge cannot reach the phone
+// or is refused, it waits up to RefuseWait for the editor's first request
+// (initialize) and answers it with a JSON-RPC error whose message is the
+// reason and what to do (the command to pair, with the device's serial),
+// then exits with its code. Without that the editor only saw the agent's
+// stdout end.
+//
+// Code fetches a fresh pairing code over adb as root (the module's
+// agentosd ctl, through su or a root adbd; see lab/runtimectl), prints it
+// or pairs with it at once, and says exactly why when it cannot.
+//
+// After pairing, stdout carries only ACP. The bridge is line-aware in
+// both directions (newline-delimited JSON-RPC, lines of up to
+// MaxLineChars; a longer line is passed through unparsed and the phone
+// refuses it as before) and never reorders, drops or merges messages. It
+// changes one thing: stdio MCP servers in session/new, session/load,
+// session/resume and session/fork are left out before the request goes to
+// the phone, and right after the phone's answer the session gets an
+// agent_message_chunk saying which servers were left out and why
+// (NoticeText, _meta."org.agentos".bridge.droppedMcpServers). Editors
+// forward the servers of their own settings, and the phone refused the
+// whole session for one stdio entry.
+//
+// Trust decision: the phone accepts only Streamable HTTP servers on
+// public hosts (spec §2.9, §4.8), so nothing on the phone can reach a
+// process on this computer. Running the editor's stdio servers here and
+// offering their tools to the phone session through the bridge would run
+// them with this desktop user's rights on behalf of a phone-side model;
+// that needs a client-tool extension of the protocol (tools the client
+// serves, with the phone's consent in front of them) and is not done:
+// the servers are left out, with the notice.
 //
 // Exit codes: 0 ok (stdin ended), 1 failure (signal, handshake timeout,
 // an answer that is not JSON), 2 usage, 3 auth (not paired, refused), 4 adb
@@ -22,7 +53,8 @@
 //
 // The state file ({"version":1,"devices":{key:{token, pairingId, label,
 // pairedAt}}}) lives in a 0700 folder; it is written to <file>.<pid>.tmp
-// with mode 0600 and renamed. Codes and tokens are never printed.
+// with mode 0600 and renamed. Codes and tokens are never logged; Code
+// prints a code on stdout only, for the person who asked.
 package bridge
 
 import (
@@ -77,15 +109,43 @@ const (
 	ReasonDisabled        = "disabled"
 )
 
-// hints say what to do about a refusal.
-var hints = map[string]string{
-	ReasonDisabled:        "turn desktop access on on the phone (Settings → Desktop access, or: adb shell su -c 'agentosd ctl desktop enable')",
-	ReasonPairingRequired: "pair first: agentlab bridge pair <code> (the phone shows the code when desktop access is turned on)",
-	ReasonInvalidCode:     "check the code the phone shows, or get a new one (agentosd ctl desktop code)",
-	ReasonCodeExpired:     "the code is valid for 5 minutes: get a new one on the phone (agentosd ctl desktop code)",
-	ReasonTooManyAttempts: "get a new code on the phone (agentosd ctl desktop code)",
-	ReasonInvalidToken:    "pair again with a new code: agentlab bridge pair <code>",
+// Reasons of the bridge's own refusals (Error.Reason), before the phone
+// was asked.
+const (
+	// ReasonNotPaired: no code was given and no token is stored.
+	ReasonNotPaired = "not_paired"
+	// ReasonNoDevice: adb has no such device, none, several, or it is
+	// not ready.
+	ReasonNoDevice = "no_device"
+	// ReasonNotListening: nothing answers on the desktop socket.
+	ReasonNotListening = "not_listening"
+	// ReasonBusy: the phone serves as many desktop connections as it may.
+	ReasonBusy = "busy"
+)
+
+// hint says what to do about a refusal of reason by t's phone: the
+// commands name t (its serial, or --connect), so they can be pasted.
+func hint(reason string, t *target) string {
+	switch reason {
+	case ReasonDisabled:
+		return "turn desktop access on: on the phone (Settings → Desktop access), or from here: " + t.command("code --enable --pair")
+	case ReasonPairingRequired:
+		return "pair first: " + t.command("code --pair") + " (takes a code from the phone over adb as root), or " + t.command("pair <code>") + " with the code the phone shows"
+	case ReasonInvalidCode:
+		return "check the code the phone shows, or take a new one: " + t.command("code --pair")
+	case ReasonCodeExpired:
+		return "a code is valid for 5 minutes: take a new one: " + t.command("code --pair")
+	case ReasonTooManyAttempts:
+		return "that code is void now: take a new one: " + t.command("code --pair")
+	case ReasonInvalidToken:
+		return "pair again with a new code: " + t.command("code --pair")
+	}
+	return ""
 }
+
+// phoneCode is how to show a pairing code on the phone over adb (the
+// module's agentosd is not on the shell's PATH and needs root).
+const phoneCode = `adb shell "su -c '/data/adb/modules/agentos/bin/agentosd ctl desktop code'"`
 
 // Error is a bridge failure with its exit code and a hint for people.
 type Error struct {
@@ -145,6 +205,9 @@ type Options struct {
 	Label string
 	// Timeout bounds the handshake; default 10 s.
 	Timeout time.Duration
+	// RefuseWait bounds the wait for the editor's first request when the
+	// phone cannot be reached; default RefuseWait.
+	RefuseWait time.Duration
 	// Quiet drops informational messages (errors are still printed).
 	Quiet bool
 	// ADBEnv is the environment of adb invocations; nil inherits this
@@ -186,6 +249,9 @@ func (o *Options) normalize() {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.RefuseWait <= 0 {
+		o.RefuseWait = RefuseWait
 	}
 	if o.ADB == "" {
 		o.ADB = o.Getenv("ADB")
@@ -236,6 +302,30 @@ type target struct {
 	network string // "tcp" or "unix"
 	addr    string
 	serial  string // adb only
+	// ready: adb listed serial as ready when it was picked.
+	ready bool
+}
+
+// command is the agentlab command line running the bridge subcommand sub
+// ("code --pair", "pair <code>") for t. A --connect target has no adb to
+// take a code with, so "code" becomes pair with a code shown on the phone.
+func (t *target) command(sub string) string {
+	verb, rest, _ := strings.Cut(sub, " ")
+	switch {
+	case t == nil:
+		return strings.TrimSpace("agentlab bridge " + verb + " [-s SERIAL] " + rest)
+	case t.serial != "":
+		return strings.TrimSpace("agentlab bridge " + verb + " -s " + t.serial + " " + rest)
+	}
+	conn := "agentlab bridge pair --connect " + strings.TrimPrefix(t.key, "tcp:") + " <code>"
+	if verb != "code" {
+		return strings.TrimSpace("agentlab bridge " + verb + " --connect " + strings.TrimPrefix(t.key, "tcp:") + " " + rest)
+	}
+	show := phoneCode
+	if strings.Contains(rest, "--enable") {
+		show = strings.Replace(phoneCode, "desktop code", "desktop enable", 1)
+	}
+	return conn + " with the code from " + show
 }
 
 // resolve picks the target without touching the device.
@@ -257,13 +347,15 @@ func (o *Options) resolve(ctx context.Context) (*target, error) {
 	if serial == "" {
 		serial = o.Getenv("ANDROID_SERIAL")
 	}
+	ready := false
 	if serial == "" {
 		var err error
 		if serial, err = o.onlyDevice(ctx); err != nil {
 			return nil, err
 		}
+		ready = true
 	}
-	return &target{key: "adb:" + serial, network: "tcp", serial: serial}, nil
+	return &target{key: "adb:" + serial, network: "tcp", serial: serial, ready: ready}, nil
 }
 
 // adb runs the adb command line.
@@ -288,26 +380,84 @@ func (o *Options) adb(ctx context.Context, args ...string) (string, error) {
 	return string(out), nil
 }
 
-// onlyDevice is the one device `adb devices` lists as "device".
-func (o *Options) onlyDevice(ctx context.Context) (string, error) {
+// adbDevice is one line of `adb devices`.
+type adbDevice struct{ serial, state string }
+
+// devices lists what adb knows (any state).
+func (o *Options) devices(ctx context.Context) ([]adbDevice, error) {
 	out, err := o.adb(ctx, "devices")
 	if err != nil {
-		return "", &Error{Code: ExitDevice, Msg: "adb devices failed", Err: err, Hint: "is adb installed (apt-get install -y adb)? point --adb or $ADB at it"}
+		return nil, &Error{Code: ExitDevice, Msg: "adb devices failed", Err: err, Reason: ReasonNoDevice,
+			Hint: "is adb installed (apt-get install -y adb)? point --adb or $ADB at it"}
 	}
-	var ready []string
+	var list []adbDevice
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
-		if len(f) >= 2 && f[1] == "device" {
-			ready = append(ready, f[0])
+		if len(f) >= 2 && !strings.HasPrefix(line, "List of devices") && !strings.HasPrefix(line, "*") {
+			list = append(list, adbDevice{serial: f[0], state: f[1]})
+		}
+	}
+	return list, nil
+}
+
+// listed is what adb has, for messages: "A (device), B (offline)".
+func listed(list []adbDevice) string {
+	if len(list) == 0 {
+		return "adb lists no device"
+	}
+	parts := make([]string, len(list))
+	for i, d := range list {
+		parts[i] = d.serial + " (" + d.state + ")"
+	}
+	return "adb lists: " + strings.Join(parts, ", ")
+}
+
+// onlyDevice is the one device `adb devices` lists as "device".
+func (o *Options) onlyDevice(ctx context.Context) (string, error) {
+	list, err := o.devices(ctx)
+	if err != nil {
+		return "", err
+	}
+	var ready []string
+	for _, d := range list {
+		if d.state == "device" {
+			ready = append(ready, d.serial)
 		}
 	}
 	switch len(ready) {
 	case 1:
 		return ready[0], nil
 	case 0:
-		return "", &Error{Code: ExitDevice, Msg: "no device is connected", Hint: "connect the phone (adb devices lists it as \"device\"), or name one with -s SERIAL"}
+		return "", &Error{Code: ExitDevice, Msg: "no device is connected (" + listed(list) + ")", Reason: ReasonNoDevice,
+			Hint: "connect the phone (adb devices lists it as \"device\"), or name one with -s SERIAL"}
 	}
-	return "", &Error{Code: ExitDevice, Msg: "several devices are connected: " + strings.Join(ready, ", "), Hint: "choose one with -s SERIAL or $ANDROID_SERIAL"}
+	return "", &Error{Code: ExitDevice, Msg: "several devices are connected: " + strings.Join(ready, ", "), Reason: ReasonNoDevice,
+		Hint: "choose one with -s SERIAL or $ANDROID_SERIAL"}
+}
+
+// checkDevice makes sure adb lists serial as ready: an unknown serial
+// is "no such device", not a pairing problem.
+func (o *Options) checkDevice(ctx context.Context, serial string) error {
+	list, err := o.devices(ctx)
+	if err != nil {
+		return err
+	}
+	for _, d := range list {
+		if d.serial != serial {
+			continue
+		}
+		switch d.state {
+		case "device":
+			return nil
+		case "unauthorized":
+			return &Error{Code: ExitDevice, Msg: "device " + serial + " is unauthorized", Reason: ReasonNoDevice,
+				Hint: "unlock the phone and accept the \"Allow USB debugging\" prompt"}
+		}
+		return &Error{Code: ExitDevice, Msg: "device " + serial + " is " + d.state, Reason: ReasonNoDevice,
+			Hint: "reconnect it (adb -s " + serial + " reconnect) and check with: adb devices"}
+	}
+	return &Error{Code: ExitDevice, Msg: "no such device: " + serial + " (" + listed(list) + ")", Reason: ReasonNoDevice,
+		Hint: "check the serial with: adb devices (or adb connect HOST:PORT for a device over the network)"}
 }
 
 // forward sets up the adb forward and returns a function removing it.
@@ -350,12 +500,18 @@ func (o *Options) connect(ctx context.Context, code string, requireCode bool) (*
 	if err != nil {
 		return nil, nil, fail(ExitFailure, err, "state file")
 	}
-	stored, havePairing := st.Devices[t.key]
 	if requireCode && code == "" {
 		return nil, nil, fail(ExitUsage, nil, "pair needs the code the phone shows")
 	}
+	if t.serial != "" && !t.ready {
+		// A named serial: adb must know it.
+		if err := o.checkDevice(ctx, t.serial); err != nil {
+			return nil, nil, err
+		}
+	}
+	stored, havePairing := st.Devices[t.key]
 	if code == "" && !havePairing {
-		return nil, nil, &Error{Code: ExitAuth, Msg: "not paired with " + t.key, Hint: hints[ReasonPairingRequired]}
+		return nil, nil, &Error{Code: ExitAuth, Msg: "not paired with " + t.key, Hint: hint(ReasonPairingRequired, t), Reason: ReasonNotPaired}
 	}
 	cleanup := func() {}
 	if t.serial != "" {
@@ -421,8 +577,8 @@ func (o *Options) handshake(ctx context.Context, t *target, code, token string) 
 		if ctx.Err() != nil {
 			return nil, fail(ExitFailure, ctx.Err(), "interrupted")
 		}
-		return nil, &Error{Code: ExitNotListening, Msg: "the phone is not listening on " + t.key, Err: err,
-			Hint: "turn desktop access on (agentosd ctl desktop enable) and make sure the runtime is running"}
+		return nil, &Error{Code: ExitNotListening, Msg: "the phone is not listening on " + t.key, Err: err, Reason: ReasonNotListening,
+			Hint: "make sure the AgentOS runtime is running, and " + hint(ReasonDisabled, t)}
 	}
 	params := map[string]any{"version": 1, "label": o.Label}
 	if code != "" {
@@ -454,13 +610,13 @@ func (o *Options) handshake(ctx context.Context, t *target, code, token string) 
 		conn.Close()
 		reason := a.Error.Data.Details.Reason
 		if a.Error.Data.AgentosCode == "busy" {
-			return nil, &Error{Code: ExitFailure, Msg: "refused: " + a.Error.Message, Hint: "too many desktop connections are open; close one and try again"}
+			return nil, &Error{Code: ExitFailure, Msg: "refused: " + a.Error.Message, Reason: ReasonBusy, Hint: "too many desktop connections are open; close one and try again"}
 		}
 		msg := "refused (" + reason + "): " + a.Error.Message
 		if reason == "" {
 			msg = "refused: " + a.Error.Message
 		}
-		return nil, &Error{Code: ExitAuth, Msg: msg, Hint: hints[reason], Reason: reason}
+		return nil, &Error{Code: ExitAuth, Msg: msg, Hint: hint(reason, t), Reason: reason}
 	}
 	return &handshaken{conn: conn, rest: rest, token: a.Result.Token, pairingID: a.Result.PairingID}, nil
 }
@@ -475,8 +631,8 @@ func (o *Options) readErr(ctx context.Context, t *target, err error) error {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return &Error{Code: ExitFailure, Msg: fmt.Sprintf("the phone did not answer the pairing within %s", o.Timeout), Hint: "is the runtime busy or stuck? try again, or raise --timeout"}
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return &Error{Code: ExitNotListening, Msg: "the connection to " + t.key + " closed before the phone answered",
-			Hint: "desktop access is probably off, or the runtime is not running (agentosd ctl desktop enable)"}
+		return &Error{Code: ExitNotListening, Msg: "the connection to " + t.key + " closed before the phone answered", Reason: ReasonNotListening,
+			Hint: "desktop access is probably off, or the runtime is not running: " + hint(ReasonDisabled, t)}
 	}
 	return fail(ExitFailure, err, "pairing with %s", t.key)
 }
@@ -547,32 +703,37 @@ func Unpair(ctx context.Context, opts Options) error {
 	return nil
 }
 
-// Run is the bridge: pair (with the code or the stored token), then copy
-// stdin to the phone and the phone to stdout until stdin ends (exit 0),
-// the phone closes (exit 6) or ctx ends (exit 1).
+// Run is the bridge: pair (with the code or the stored token), then carry
+// ACP lines from stdin to the phone and from the phone to stdout (see
+// proxy) until stdin ends (exit 0), the phone closes (exit 6) or ctx
+// ends (exit 1). When the phone cannot be reached or refuses, the
+// editor's first request is answered with a JSON-RPC error that says
+// what to do (within RefuseWait) before Run returns the error.
 //
 // When Stdin is an io.Closer it is closed on return, so that the goroutine
-// copying it ends; a Stdin that is not cannot be interrupted and its copy
+// reading it ends; a Stdin that is not cannot be interrupted and its copy
 // ends at its next read.
 func Run(ctx context.Context, opts Options) error {
 	o := opts
 	o.normalize()
 	s, cleanup, err := o.connect(ctx, strings.TrimSpace(o.Code), false)
 	if err != nil {
+		if ctx.Err() == nil {
+			o.answerRefusal(err)
+		}
+		if c, ok := o.Stdin.(io.Closer); ok {
+			c.Close()
+		}
 		return err
 	}
 	defer cleanup()
 	defer s.conn.Close()
-	if len(s.rest) > 0 {
-		if _, err := o.Stdout.Write(s.rest); err != nil {
-			return fail(ExitFailure, err, "write to stdout")
-		}
-	}
+	p := newProxy()
 	stdinDone := make(chan error, 1)
 	stdinEnded := make(chan struct{}) // closed before the phone can see the end
 	phoneDone := make(chan error, 1)
 	go func() {
-		_, err := io.Copy(s.conn, o.Stdin)
+		err := copyLines(s.conn, o.Stdin, p.fromEditor)
 		close(stdinEnded)
 		if cw, ok := s.conn.(interface{ CloseWrite() error }); ok {
 			cw.CloseWrite()
@@ -580,8 +741,7 @@ func Run(ctx context.Context, opts Options) error {
 		stdinDone <- err
 	}()
 	go func() {
-		_, err := io.Copy(o.Stdout, s.conn)
-		phoneDone <- err
+		phoneDone <- copyLines(o.Stdout, io.MultiReader(bytes.NewReader(s.rest), s.conn), p.fromPhone)
 	}()
 	defer func() {
 		if c, ok := o.Stdin.(io.Closer); ok {

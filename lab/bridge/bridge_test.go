@@ -24,6 +24,8 @@ import (
 	rbridge "github.com/agentoslab/agentlab/runtime/bridge"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/transport"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestMain(m *testing.M) {
@@ -62,12 +64,14 @@ type phone struct {
 	code string
 }
 
-func newPhone(t *testing.T) *phone {
+func newPhone(t *testing.T) *phone { return newPhoneServing(t, echoServe) }
+
+func newPhoneServing(t *testing.T, serve func(context.Context, engine.Caller, *transport.RPCStream)) *phone {
 	t.Helper()
 	var r [6]byte
 	rand.Read(r[:])
 	name := "@agentlab-bridge-test-" + hex.EncodeToString(r[:])
-	b, err := rbridge.Open(&rbridge.Options{Dir: t.TempDir(), Name: name, Serve: echoServe, AllowUIDs: []int{os.Getuid()}})
+	b, err := rbridge.Open(&rbridge.Options{Dir: t.TempDir(), Name: name, Serve: serve, AllowUIDs: []int{os.Getuid()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +211,7 @@ func TestRefusals(t *testing.T) {
 		wrong = "111111"
 	}
 	r = doPair(t, o, wrong)
-	if ExitCode(r.err) != ExitAuth || !errors.As(r.err, &e) || e.Reason != ReasonInvalidCode || e.Hint != hints[ReasonInvalidCode] {
+	if ExitCode(r.err) != ExitAuth || !errors.As(r.err, &e) || e.Reason != ReasonInvalidCode || e.Hint != hint(ReasonInvalidCode, &target{key: "unix:" + p.name}) {
 		t.Errorf("wrong code: %v", r.err)
 	}
 	var buf bytes.Buffer
@@ -442,4 +446,224 @@ func TestADB(t *testing.T) {
 	if r := doPair(t, o, "123456"); ExitCode(r.err) != ExitNotListening {
 		t.Errorf("only device: %v", r.err)
 	}
+}
+
+// TestRefusalReachesTheEditor: a bridge that cannot connect answers the
+// editor's first request with a JSON-RPC error saying what to do, instead
+// of ending stdout (which editors show as "the agent exited").
+func TestRefusalReachesTheEditor(t *testing.T) {
+	p := newPhone(t)
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n"
+	cases := []struct {
+		name    string
+		connect string
+		stdin   string
+		wantID  string
+		rpcCode int
+		reason  string
+		says    []string
+		exit    int
+	}{
+		{name: "not paired", connect: "unix:" + p.name, stdin: init, wantID: "1", rpcCode: -32000, reason: ReasonNotPaired, exit: ExitAuth,
+			says: []string{"not paired with unix:" + p.name, "What to do: pair first:", "agentlab bridge pair --connect unix:" + p.name + " <code>", phoneCode}},
+		{name: "a notification first", connect: "unix:" + p.name,
+			stdin:  `{"jsonrpc":"2.0","method":"$/progress","params":{}}` + "\nnot json\n" + `{"jsonrpc":"2.0","id":"x","method":"initialize","params":{}}` + "\n",
+			wantID: `"x"`, rpcCode: -32000, reason: ReasonNotPaired, exit: ExitAuth},
+		{name: "not listening", connect: "unix:@agentlab-bridge-test-nobody-" + p.code, stdin: init, wantID: "1", rpcCode: -32042, reason: ReasonNotListening, exit: ExitNotListening,
+			says: []string{"the phone is not listening", "make sure the AgentOS runtime is running", "desktop enable"}},
+		{name: "stdin ends", connect: "unix:" + p.name, stdin: "", exit: ExitAuth},
+		{name: "stdin silent", connect: "unix:" + p.name, stdin: "silent", exit: ExitAuth},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := opts(t, tc.connect, filepath.Join(t.TempDir(), "state.json"))
+			o.RefuseWait = 200 * time.Millisecond
+			var stdin io.Reader = strings.NewReader(tc.stdin)
+			if tc.stdin == "silent" {
+				pr, pw := io.Pipe()
+				defer pw.Close()
+				stdin = pr
+			}
+			if tc.connect != "unix:"+p.name {
+				o.Code = "123456"
+			}
+			r := doRun(t, o, stdin)
+			assert.Equal(t, tc.exit, ExitCode(r.err), "%v", r.err)
+			if tc.wantID == "" {
+				assert.Empty(t, r.stdout)
+				return
+			}
+			var resp struct {
+				JSONRPC string           `json:"jsonrpc"`
+				ID      json.RawMessage  `json:"id"`
+				Error   errcodeWire      `json:"error"`
+				Result  *json.RawMessage `json:"result"`
+			}
+			require.Equal(t, 1, strings.Count(r.stdout, "\n"), "one answer line: %q", r.stdout)
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &resp))
+			assert.Equal(t, "2.0", resp.JSONRPC)
+			assert.Equal(t, tc.wantID, string(resp.ID))
+			assert.Nil(t, resp.Result)
+			assert.Equal(t, tc.rpcCode, resp.Error.Code)
+			assert.Equal(t, tc.reason, resp.Error.Data.Details["reason"])
+			assert.EqualValues(t, tc.exit, resp.Error.Data.Details["exitCode"])
+			for _, s := range tc.says {
+				assert.Contains(t, resp.Error.Message, s)
+			}
+		})
+	}
+}
+
+type errcodeWire struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    struct {
+		AgentosCode string         `json:"agentosCode"`
+		Details     map[string]any `json:"details"`
+	} `json:"data"`
+}
+
+// sessionServe answers session/new with a session id and the mcpServers
+// it was given, and sends a session/update before every answer, so the
+// test sees what the phone got and where the notice lands.
+func sessionServe(ctx context.Context, c engine.Caller, s *transport.RPCStream) {
+	sc := bufio.NewScanner(s.Reader())
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				MCPServers json.RawMessage `json:"mcpServers"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(sc.Bytes(), &req) != nil || req.ID == nil {
+			continue
+		}
+		u, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{"sessionId": "ses_before", "update": map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": "before " + req.Method}}}})
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": map[string]any{"sessionId": "ses_phone", "got": req.Params.MCPServers}})
+		s.Writer().Write(append(append(u, '\n'), append(b, '\n')...))
+	}
+}
+
+// TestBridgeLeavesOutStdioServers: through a paired bridge, a session/new
+// with a stdio and an http server reaches the phone with the http one
+// only; the editor gets the phone's lines in order, then the notice.
+func TestBridgeLeavesOutStdioServers(t *testing.T) {
+	p := newPhoneServing(t, sessionServe)
+	o := opts(t, "unix:"+p.name, filepath.Join(t.TempDir(), "state.json"))
+	require.NoError(t, doPair(t, o, p.code).err)
+
+	pr, pw := io.Pipe()
+	out := &syncbuf.Buffer{}
+	done := make(chan error, 1)
+	go func() {
+		ro := o
+		ro.Stdin, ro.Stdout, ro.Stderr = pr, out, io.Discard
+		done <- Run(context.Background(), ro)
+	}()
+	pw.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[` + stdioServer + `,` + httpServer + `]}}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}` + "\n"))
+	waitFor(t, "both answers", func() bool { return strings.Count(out.String(), "\n") >= 5 })
+	pw.Close()
+	require.NoError(t, <-done)
+	lines := strings.SplitAfter(out.String(), "\n")
+	require.Len(t, lines, 6, "%q", out.String()) // 5 lines and the empty rest
+	assert.Contains(t, lines[0], `"before session/new"`)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":{"sessionId":"ses_phone","got":[`+httpServer+`]}}`, lines[1])
+	assertNotice(t, []byte(lines[2]), "ses_phone", []string{"fs"})
+	assert.Contains(t, lines[3], `"before session/new"`)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":2,"result":{"sessionId":"ses_phone","got":[]}}`, lines[4])
+}
+
+// TestNoSuchDevice: a serial adb does not list is a device problem named
+// as such (with what adb has), for the bridge, pair and code alike, and
+// the editor is told the same.
+func TestNoSuchDevice(t *testing.T) {
+	vd := startADBDevice(t, "magisk")
+	o := vd.opts(t)
+	o.Serial = "NOPE123"
+	o.RefuseWait = time.Second
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}` + "\n"
+	r := doRun(t, o, strings.NewReader(init))
+	require.Equal(t, ExitDevice, ExitCode(r.err), "%v", r.err)
+	assert.Equal(t, "no such device: NOPE123 (adb lists: "+vd.vd.Serial()+" (device))", r.err.Error())
+	assert.Contains(t, r.stdout, `"reason":"no_device"`)
+	assert.Contains(t, r.stdout, "no such device: NOPE123")
+	assert.NotContains(t, r.stdout+r.err.Error(), "not paired")
+
+	assert.Equal(t, ExitDevice, ExitCode(doPair(t, o, "123456").err))
+	err := Code(context.Background(), o, CodeOptions{})
+	assert.Equal(t, ExitDevice, ExitCode(err))
+	assert.Contains(t, err.Error(), "no such device: NOPE123")
+}
+
+// TestCodeFailures: bridge code says why it cannot take a code: no
+// module, su denying the shell, no root at all.
+func TestCodeFailures(t *testing.T) {
+	magisk := startADBDevice(t, "magisk")
+	var out bytes.Buffer
+	o := magisk.opts(t)
+	o.Stdout = &out
+	err := Code(context.Background(), o, CodeOptions{})
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, ExitDevice, e.Code)
+	assert.Equal(t, ReasonNotInstalled, e.Reason, "%v", err)
+	assert.Contains(t, e.Hint, "agentlab provision")
+
+	require.NoError(t, os.WriteFile(filepath.Join(magisk.vd.Root(), "data/adb/su_policy"), []byte("2000 deny\n"), 0o600))
+	err = Code(context.Background(), o, CodeOptions{})
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, ReasonSuDenied, e.Reason, "%v", err)
+	assert.Contains(t, e.Hint, "superuser list")
+
+	none := startADBDevice(t, "none")
+	err = Code(context.Background(), none.opts(t), CodeOptions{})
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, ReasonNoRoot, e.Reason, "%v", err)
+	assert.Equal(t, ExitDevice, e.Code)
+	assert.Empty(t, out.String(), "no code was printed")
+
+	// --connect has no adb to take a code with.
+	err = Code(context.Background(), opts(t, "127.0.0.1:9", filepath.Join(t.TempDir(), "s.json")), CodeOptions{})
+	assert.Equal(t, ExitUsage, ExitCode(err))
+	require.ErrorAs(t, err, &e)
+	assert.Contains(t, e.Hint, phoneCode)
+}
+
+// adbDev is a virtual device behind its own adb server.
+type adbDev struct {
+	srv *adbserver.Server
+	vd  *virtual.Device
+}
+
+func startADBDevice(t *testing.T, root string) *adbDev {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("virtual devices need root")
+	}
+	if _, err := exec.LookPath("adb"); err != nil {
+		t.Skip("adb not on PATH (apt-get install -y adb)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := adbserver.Start(ctx, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	vd, err := virtual.Start(ctx, &virtual.Options{StateDir: t.TempDir(), RootMethod: root})
+	require.NoError(t, err)
+	t.Cleanup(func() { vd.Stop(context.Background()) })
+	out, err := srv.Command(ctx, "connect", vd.Serial()).CombinedOutput()
+	require.NoError(t, err, "adb connect: %s", out)
+	out, err = srv.Command(ctx, "-s", vd.Serial(), "wait-for-device").CombinedOutput()
+	require.NoError(t, err, "adb wait-for-device: %s", out)
+	return &adbDev{srv: srv, vd: vd}
+}
+
+// opts are bridge options for this device (by the only-device rule).
+func (d *adbDev) opts(t *testing.T) Options {
+	o := opts(t, "", filepath.Join(t.TempDir(), "s.json"))
+	o.ADBEnv = d.srv.Env()
+	return o
 }

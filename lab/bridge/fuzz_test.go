@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"testing"
@@ -53,6 +54,49 @@ func FuzzParseState(f *testing.F) {
 		}
 		if st.Version != StateVersion || st.Devices == nil {
 			t.Fatalf("accepted %+v", st)
+		}
+	})
+}
+
+// FuzzFromEditor: an editor line reaches the phone unchanged unless it is
+// a session request with stdio servers; then it is one JSON line with the
+// same id, method and other params, and no stdio server left.
+func FuzzFromEditor(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[{"name":"fs","command":"x","args":[],"env":[]}]}}` + "\n"))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"k","method":"session/load","params":{"sessionId":"s","mcpServers":[{"type":"http","name":"h","url":"https://x.example/"},{"type":"stdio","name":"<&>"}]}}`))
+	f.Add([]byte(`{"id":null,"method":"session/new","params":{"mcpServers":[{"command":1}]}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		p := newProxy()
+		out, after := p.fromEditor(line)
+		if after != nil {
+			t.Fatal("nothing is written after an editor line")
+		}
+		if bytes.Equal(out, line) {
+			return
+		}
+		var in, sent map[string]json.RawMessage
+		if json.Unmarshal(line, &in) != nil || json.Unmarshal(out, &sent) != nil {
+			t.Fatalf("rewrote a line that is not JSON, or into one: %q -> %q", line, out)
+		}
+		if bytes.Count(out, []byte("\n")) != 1 || !bytes.HasSuffix(out, []byte("\n")) {
+			t.Fatalf("not one line: %q", out)
+		}
+		if compactID(in["id"]) != compactID(sent["id"]) || compactID(in["method"]) != compactID(sent["method"]) {
+			t.Fatalf("id or method changed: %q -> %q", line, out)
+		}
+		var params map[string]json.RawMessage
+		json.Unmarshal(sent["params"], &params)
+		var servers []map[string]json.RawMessage
+		json.Unmarshal(params["mcpServers"], &servers)
+		for _, s := range servers {
+			var typ string
+			json.Unmarshal(s["type"], &typ)
+			if _, cmd := s["command"]; typ == "stdio" || (typ == "" && cmd) {
+				t.Fatalf("a stdio server reached the phone: %q", out)
+			}
+		}
+		if !p.waiting() {
+			t.Fatal("a rewritten request waits for no notice")
 		}
 	})
 }

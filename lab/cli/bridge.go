@@ -86,7 +86,7 @@ exit. Spaces and dashes in the code are ignored.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return bridgeExit(a, bridge.Pair(cmd.Context(), f.options(a), args[0]))
 		},
-	}, &cobra.Command{
+	}, newBridgeCodeCmd(a, f), &cobra.Command{
 		Use:   "unpair",
 		Short: "Forget this computer's token for the device",
 		Long: `Forget the token stored for the device. The phone keeps the pairing until it is
@@ -97,5 +97,32 @@ revoked there (agentosd ctl desktop list, desktop revoke ID).`,
 			return bridgeExit(a, bridge.Unpair(cmd.Context(), f.options(a)))
 		},
 	})
+	return cmd
+}
+
+func newBridgeCodeCmd(a *app, f *bridgeFlags) *cobra.Command {
+	var co bridge.CodeOptions
+	cmd := &cobra.Command{
+		Use:   "code",
+		Short: "Take a fresh pairing code from the device over adb (as root); print it or pair",
+		Long: `Take a fresh pairing code from the device over adb, as root: the AgentOS module's
+"agentosd ctl desktop code", through su (Magisk, KernelSU) or a root adbd (adb root on
+userdebug emulators). The code alone goes to stdout (valid 5 minutes, one use; the
+previous code stops working); with --pair the bridge pairs with it at once and prints
+nothing. Codes are never logged.
+
+When it cannot, it says why: no such device, no root or su denied the shell, the
+module is not installed, the runtime is not running, desktop access is off (--enable
+turns it on).`,
+		Example: `  agentlab bridge code -s emulator-5554 --pair    # pair this computer in one step
+  agentlab bridge code -s R5CT12345 --enable      # turn desktop access on, print a code
+  CODE=$(agentlab bridge code -q) && agentlab bridge pair "$CODE"`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return bridgeExit(a, bridge.Code(cmd.Context(), f.options(a), co))
+		},
+	}
+	cmd.Flags().BoolVar(&co.Enable, "enable", false, "turn desktop access on first (it is off by default)")
+	cmd.Flags().BoolVar(&co.Pair, "pair", false, "pair with the code at once and store the token (the code is not printed)")
 	return cmd
 }

@@ -350,6 +350,7 @@ func TestBridgeExitCodes(t *testing.T) {
 		{[]string{"bridge", "--state", state, "--connect", addr, "pair"}, 2, "takes 1 argument,"},
 		{[]string{"bridge", "--state", state, "--connect", "nonsense", "pair", "1"}, 2, "want host:port or unix:<path>"},
 		{[]string{"bridge", "--state", state, "--connect", addr, "unpair", "-q"}, 0, ""},
+		{[]string{"bridge", "--state", state, "--connect", addr, "code", "--pair"}, 2, "agentlab bridge: code takes the code over adb"},
 	}
 	for _, tc := range cases {
 		r := runCLIWith(t, func(a *app) { a.lookupEnv = func(string) (string, bool) { return "", false } }, tc.args...)

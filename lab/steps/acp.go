@@ -223,10 +223,12 @@ type promptResult struct {
 }
 
 // toolCall is one tool call of the stream, folded from tool_call and its
-// updates.
+// updates. Name is the final tool name (_meta."org.agentos".toolName; the
+// title for runtimes that had none); Title is what people are shown.
 type toolCall struct {
 	ID        string `json:"id"`
 	Name      string `json:"name"`
+	Title     string `json:"title,omitempty"`
 	Kind      string `json:"kind,omitempty"`
 	Status    string `json:"status"`
 	Arguments any    `json:"arguments,omitempty"`
@@ -273,6 +275,14 @@ func (r *promptResult) add(raw json.RawMessage) {
 	if json.Unmarshal(raw, &u) != nil {
 		return
 	}
+	var meta struct {
+		AgentOS struct {
+			ToolName string `json:"toolName"`
+			// Consent marks a consent status line, not a result.
+			Consent string `json:"consent"`
+		} `json:"org.agentos"`
+	}
+	json.Unmarshal(u.Meta, &meta)
 	switch u.Kind {
 	case "agent_message_chunk", "agent_thought_chunk":
 		var c struct {
@@ -285,7 +295,10 @@ func (r *promptResult) add(raw json.RawMessage) {
 			r.Thoughts += c.Text
 		}
 	case "tool_call":
-		tc := &toolCall{ID: u.ToolCallID, Name: u.Title, Kind: u.ToolKind, Status: u.Status}
+		tc := &toolCall{ID: u.ToolCallID, Name: u.Title, Title: u.Title, Kind: u.ToolKind, Status: u.Status}
+		if meta.AgentOS.ToolName != "" {
+			tc.Name = meta.AgentOS.ToolName
+		}
 		if len(u.RawInput) > 0 {
 			tc.Arguments = rawJSON(u.RawInput)
 		}
@@ -309,9 +322,11 @@ func (r *promptResult) add(raw json.RawMessage) {
 			tc.Status = u.Status
 		}
 		if u.Title != "" {
-			tc.Name = u.Title
+			tc.Title = u.Title
 		}
-		r.addContent(tc, u.Content)
+		if meta.AgentOS.Consent == "" {
+			r.addContent(tc, u.Content)
+		}
 	}
 }
 

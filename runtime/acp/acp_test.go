@@ -15,6 +15,9 @@ import (
 	"github.com/agentoslab/agentlab/runtime/model"
 	"github.com/agentoslab/agentlab/runtime/store"
 	"github.com/agentoslab/agentlab/runtime/transport"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestMethodTableIsSorted(t *testing.T) {
@@ -98,8 +101,13 @@ func TestPromptStreamsUpdates(t *testing.T) {
 		t.Fatalf("updates: %s", got)
 	}
 	for _, u := range us {
-		if u.Update.Kind == "tool_call" && (u.Update.Title != "big" || string(u.Update.RawInput) != `{"n":9000}`) {
-			t.Fatalf("tool_call %+v", u.Update)
+		if u.Update.Kind == "tool_call" {
+			// The tool's title and the kind of its annotations
+			// (readOnlyHint and openWorldHint), the final name in _meta.
+			assert.Equal(t, "Big", u.Update.Title)
+			assert.Equal(t, "fetch", u.Update.ToolKind)
+			assert.Equal(t, `{"n":9000}`, string(u.Update.RawInput))
+			assert.Equal(t, map[string]any{"org.agentos": map[string]any{"toolName": "big"}}, u.Update.Meta)
 		}
 		if u.Update.Kind == "tool_call_update" && u.Update.Status == "completed" {
 			var content []struct {
@@ -116,20 +124,89 @@ func TestPromptStreamsUpdates(t *testing.T) {
 	}
 }
 
+// TestDeniedToolNeverInProgress: a denied call goes from pending to
+// failed; a desktop caller is shown the consent wait in between (still
+// pending), an app caller is not (its SDK would take the status line for
+// the result).
 func TestDeniedToolNeverInProgress(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, harnessOpts{})
-	h.tools.Consent = func(context.Context, engine.ToolCallRequest) enginetest.Decision { return enginetest.Deny }
-	c := h.connect(desktop)
-	id := c.newSession(nil)
-	h.model.Push(enginetest.Calls(enginetest.Call("c1", "echo", nil)), enginetest.Text("ok"))
-	_, before := c.call("session/prompt", textPrompt(id, "go"))
-	us := updates(t, before)
-	if got := kinds(us); !strings.HasPrefix(got, "tool_call/pending tool_call_update/failed") {
-		t.Fatalf("updates: %s", got)
+	for _, tc := range []struct {
+		caller engine.Caller
+		want   string
+	}{
+		{desktop, "tool_call/pending tool_call_update/pending tool_call_update/failed agent_message_chunk"},
+		{appA, "tool_call/pending tool_call_update/failed agent_message_chunk"},
+	} {
+		t.Run(string(tc.caller.Kind), func(t *testing.T) {
+			h := newHarness(t, harnessOpts{})
+			h.tools.Consent = func(context.Context, engine.ToolCallRequest) enginetest.Decision { return enginetest.Deny }
+			c := h.connect(tc.caller)
+			id := c.newSession(nil)
+			h.model.Push(enginetest.Calls(enginetest.Call("c1", "echo", nil)), enginetest.Text("ok"))
+			_, before := c.call("session/prompt", textPrompt(id, "go"))
+			us := updates(t, before)
+			require.Equal(t, tc.want, kinds(us))
+			last := us[len(us)-2]
+			assert.Contains(t, string(last.Update.Content), "[agentos:tool_denied] The user declined this tool call.")
+			if tc.caller.Kind == engine.CallerDesktop {
+				assert.Contains(t, string(us[1].Update.Content), consentWaitText)
+				assert.Equal(t, map[string]any{"org.agentos": map[string]any{"consent": "pending"}}, us[1].Update.Meta)
+			}
+		})
 	}
-	if !strings.Contains(string(us[1].Update.Content), "[agentos:tool_denied] The user declined this tool call.") {
-		t.Fatalf("content %s", us[1].Update.Content)
+}
+
+// TestConsentWaitShownToDesktops: while the tool layer asks the owner, a
+// desktop caller sees the call pending with the wait as its content, then
+// the allow, then in_progress and the result replacing it; history replays
+// the same. An app caller sees none of it, live or replayed.
+func TestConsentWaitShownToDesktops(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		caller engine.Caller
+		want   string
+	}{
+		{desktop, "tool_call/pending tool_call_update/pending tool_call_update/pending tool_call_update/in_progress tool_call_update/completed agent_message_chunk"},
+		{appA, "tool_call/pending tool_call_update/in_progress tool_call_update/completed agent_message_chunk"},
+	} {
+		t.Run(string(tc.caller.Kind), func(t *testing.T) {
+			h := newHarness(t, harnessOpts{})
+			asked := make(chan struct{})
+			answer := make(chan struct{})
+			h.tools.Consent = func(context.Context, engine.ToolCallRequest) enginetest.Decision {
+				close(asked)
+				<-answer
+				return enginetest.Allow
+			}
+			c := h.connect(tc.caller)
+			id := c.newSession(nil)
+			h.model.Push(enginetest.Calls(enginetest.Call("c1", "echo", map[string]string{"text": "hi"})), enginetest.Text("ok"))
+			req := c.request("session/prompt", textPrompt(id, "go"))
+			<-asked
+			var seen []message
+			if tc.caller.Kind == engine.CallerDesktop {
+				// Shown while the owner is being asked, not after.
+				m, before, ok := c.waitFor(func(m message) bool {
+					return m.Method == "session/update" && strings.Contains(string(m.Params), `"consent":"pending"`)
+				}, 10*time.Second)
+				require.True(t, ok, "the consent wait reached the desktop while it lasted")
+				seen = append(before, m)
+			}
+			close(answer)
+			_, rest := c.response(req)
+			us := updates(t, append(seen, rest...))
+			require.Equal(t, tc.want, kinds(us))
+			if tc.caller.Kind == engine.CallerDesktop {
+				assert.Contains(t, string(us[1].Update.Content), "Waiting for approval on the phone (AgentOS asks its owner).")
+				assert.Contains(t, string(us[2].Update.Content), "Allowed on the phone.")
+				assert.Equal(t, map[string]any{"org.agentos": map[string]any{"consent": "allowed"}}, us[2].Update.Meta)
+				assert.Contains(t, string(us[4].Update.Content), "hi", "the result replaces the status line")
+			}
+			m, replayed := c.call("session/load", map[string]any{"sessionId": id, "cwd": "/", "mcpServers": []any{}})
+			require.Nil(t, m.Error)
+			got := kinds(updates(t, replayed))
+			assert.Contains(t, got, strings.TrimSuffix(tc.want, " agent_message_chunk"), "history looks as it did live")
+		})
 	}
 }
 
@@ -414,7 +491,7 @@ func TestLoadReplaysHistory(t *testing.T) {
 
 func TestReplayFailsCallsOfAnInterruptedTurn(t *testing.T) {
 	t.Parallel()
-	m := newMapper(true)
+	m := newMapper(true, engine.CallerDesktop)
 	ev := func(seq int64, task, typ, body string) []string {
 		var out []string
 		for _, u := range m.updates(storeEvent(seq, task, typ, body)) {
@@ -707,7 +784,7 @@ func TestNoGoroutineLeaks(t *testing.T) {
 // a prompt cancelled while queued is still shown, unanswered.
 func TestReplayOrdersQueuedPrompts(t *testing.T) {
 	t.Parallel()
-	m := newMapper(true)
+	m := newMapper(true, engine.CallerDesktop)
 	var got []string
 	for i, e := range []struct{ task, typ, body string }{
 		{"t1", engine.EvTaskQueued, `{"text":"first"}`},

@@ -283,6 +283,7 @@ type update struct {
 		ToolCallID string          `json:"toolCallId"`
 		Status     string          `json:"status"`
 		Title      string          `json:"title"`
+		ToolKind   string          `json:"kind"`
 		RawInput   json.RawMessage `json:"rawInput"`
 		Meta       map[string]any  `json:"_meta"`
 	} `json:"update"`

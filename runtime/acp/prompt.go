@@ -110,7 +110,7 @@ func (cn *conn) prompt(ctx context.Context, p params) (any, error) {
 		return nil, err
 	}
 	defer f.Close()
-	m := newMapper(false)
+	m := newMapper(false, cn.caller.Kind)
 	for {
 		ev, err := f.Next(wctx, turn.Done())
 		if errors.Is(err, io.EOF) {

@@ -277,7 +277,7 @@ func (cn *conn) replay(ctx context.Context, id string) (int, error) {
 		return 0, err
 	}
 	running, _, _ := cn.a.e.ActiveTask(ctx, id)
-	m := newMapper(true)
+	m := newMapper(true, cn.caller.Kind)
 	n := 0
 	send := func(us []sdk.SessionUpdate) error {
 		for _, u := range us {

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/engine/enginetest"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/model"
@@ -24,6 +26,9 @@ var updateGoldens = flag.Bool("update", false, "rewrite the server sections of t
 // one connection. Its prose header says what it pins. Sections:
 //
 //	-- caller --      desktop | app (default desktop)
+//	-- consent --     one "<tool> allow|deny" a line: the owner's answer
+//	                  when the tool layer asks about that tool (default:
+//	                  nobody is asked)
 //	-- model --       one scripted model reply per line:
 //	                  {"text":["a","b"]} {"thought":"t"} {"calls":[{"id","name","arguments"}]}
 //	                  {"error":"<agentosCode>","message":"..."}
@@ -133,6 +138,13 @@ func runTranscript(t *testing.T, file string) {
 			if strings.TrimSpace(s.body) == "app" {
 				caller = appA
 			}
+		case s.name == "consent":
+			answers := map[string]enginetest.Decision{}
+			for _, line := range nonEmptyLines(s.body) {
+				tool, answer, _ := strings.Cut(strings.TrimSpace(line), " ")
+				answers[tool] = map[string]enginetest.Decision{"allow": enginetest.Allow, "deny": enginetest.Deny}[answer]
+			}
+			h.tools.Consent = func(_ context.Context, req engine.ToolCallRequest) enginetest.Decision { return answers[req.Name] }
 		case s.name == "model":
 			for _, line := range nonEmptyLines(s.body) {
 				h.model.Push(modelReply(t, line))

@@ -33,12 +33,33 @@ const (
 // client is shown is cut.
 const RawInputTruncated = "agentosTruncated"
 
+// Consent status of a tool call, in _meta."org.agentos".consent of the
+// tool_call_update that shows it (desktop callers only). Its content is
+// a status line, not the call's result.
+const (
+	ConsentPending = "pending"
+	ConsentAllowed = "allowed"
+)
+
+// Texts of the consent status updates.
+const (
+	consentWaitText    = "Waiting for approval on the phone (AgentOS asks its owner)."
+	consentAllowedText = "Allowed on the phone."
+)
+
 // mapper turns log events into session/update notifications (spec §2.6).
 // Live turns and history replay use the same mapper, so a loaded session
 // looks exactly as it did live; replay adds the user's prompts, which are
 // never echoed live.
 type mapper struct {
 	replay bool
+	// consent shows a call's wait for the owner's answer (consent.*
+	// events) as tool_call_updates: desktop callers only. The caller SDK
+	// of apps reads a tool_call_update's content as the call's result,
+	// and an app has no use for the phone's side of the conversation.
+	consent bool
+	// asking holds the calls whose consent wait was shown.
+	asking map[string]bool
 	// open lists, per task, the tool calls that have no final status yet.
 	open map[string][]string
 	// prompts holds, in replay, the prompts of tasks not started yet: a
@@ -47,8 +68,9 @@ type mapper struct {
 	prompts map[string]string
 }
 
-func newMapper(replay bool) *mapper {
-	return &mapper{replay: replay, open: map[string][]string{}, prompts: map[string]string{}}
+func newMapper(replay bool, caller engine.CallerKind) *mapper {
+	return &mapper{replay: replay, consent: caller == engine.CallerDesktop,
+		open: map[string][]string{}, prompts: map[string]string{}, asking: map[string]bool{}}
 }
 
 // updates maps one event; most event types map to nothing.
@@ -90,8 +112,16 @@ func (m *mapper) mapEvent(ev store.Event) []sdk.SessionUpdate {
 		json.Unmarshal(ev.Body, &b)
 		m.open[ev.TaskID] = append(m.open[ev.TaskID], b.ToolCallID)
 		input := displayInput(b.Arguments)
-		return []sdk.SessionUpdate{sdk.StartToolCall(sdk.ToolCallId(b.ToolCallID), b.Name,
-			sdk.WithStartKind(sdk.ToolKindOther), sdk.WithStartStatus(sdk.ToolCallStatusPending), sdk.WithStartRawInput(input))}
+		title := b.Name
+		if b.Display != nil && b.Display.Title != "" {
+			title = b.Display.Title
+		}
+		u := sdk.StartToolCall(sdk.ToolCallId(b.ToolCallID), title,
+			sdk.WithStartKind(ToolKind(b.Display)), sdk.WithStartStatus(sdk.ToolCallStatusPending), sdk.WithStartRawInput(input))
+		u.ToolCall.Meta = map[string]any{metaKey: map[string]any{"toolName": b.Name}}
+		return []sdk.SessionUpdate{u}
+	case engine.EvConsentRequested, engine.EvConsentResolved:
+		return m.consentUpdate(ev)
 	case engine.EvToolDispatched:
 		var b engine.ToolRefBody
 		json.Unmarshal(ev.Body, &b)
@@ -112,7 +142,70 @@ func (m *mapper) mapEvent(ev store.Event) []sdk.SessionUpdate {
 	return nil
 }
 
+// consentUpdate shows a desktop caller that the phone asks its owner
+// about a call, and that the owner allowed it. A denial needs nothing
+// here: the call's failed result follows.
+func (m *mapper) consentUpdate(ev store.Event) []sdk.SessionUpdate {
+	if !m.consent {
+		return nil
+	}
+	var b struct {
+		ToolCallID string `json:"toolCallId"`
+		Decision   string `json:"decision"`
+	}
+	json.Unmarshal(ev.Body, &b)
+	if b.ToolCallID == "" {
+		return nil
+	}
+	status, text := ConsentPending, consentWaitText
+	if ev.Type == engine.EvConsentResolved {
+		// Only an asked call shows its answer (a policy's allow asked
+		// nobody).
+		if !m.asking[b.ToolCallID] || b.Decision != "allow" {
+			delete(m.asking, b.ToolCallID)
+			return nil
+		}
+		delete(m.asking, b.ToolCallID)
+		status, text = ConsentAllowed, consentAllowedText
+	} else {
+		m.asking[b.ToolCallID] = true
+	}
+	u := sdk.UpdateToolCall(sdk.ToolCallId(b.ToolCallID), sdk.WithUpdateStatus(sdk.ToolCallStatusPending),
+		sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(text))}))
+	u.ToolCallUpdate.Meta = map[string]any{metaKey: map[string]any{"consent": status}}
+	return []sdk.SessionUpdate{u}
+}
+
+// ToolKind is the ACP kind of a tool's calls, from its annotations as its
+// provider declared them (display only: risk and consent never read it):
+//
+//	destructiveHint                  delete (it wins, as it does for risk)
+//	readOnlyHint and openWorldHint   fetch (reads the world outside the phone)
+//	readOnlyHint                     read
+//	any other tool the turn offered  edit (a tool may change things unless it says it does not)
+//	a tool the turn did not offer    other
+//
+// A tool that changes the world outside (openWorldHint without
+// readOnlyHint, e.g. sending an SMS) is edit, not fetch.
+func ToolKind(d *engine.ToolDisplay) sdk.ToolKind {
+	if d == nil {
+		return sdk.ToolKindOther
+	}
+	h := d.Hints
+	is := func(p *bool) bool { return p != nil && *p }
+	switch {
+	case is(h.DestructiveHint):
+		return sdk.ToolKindDelete
+	case is(h.ReadOnlyHint) && is(h.OpenWorldHint):
+		return sdk.ToolKindFetch
+	case is(h.ReadOnlyHint):
+		return sdk.ToolKindRead
+	}
+	return sdk.ToolKindEdit
+}
+
 func (m *mapper) closeCall(taskID, callID string) {
+	delete(m.asking, callID)
 	calls := m.open[taskID]
 	for i, id := range calls {
 		if id == callID {

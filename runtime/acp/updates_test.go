@@ -5,8 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	sdk "github.com/coder/acp-go-sdk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentoslab/agentlab/runtime/catalog"
+	"github.com/agentoslab/agentlab/runtime/engine"
+	"github.com/agentoslab/agentlab/runtime/store"
 )
 
 // A tool_call always fits in a line the client can read: long arguments
@@ -46,4 +51,44 @@ func TestDisplayInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestToolKind: the ACP kind of a call comes from the tool's annotations;
+// destructiveHint wins (as it does for risk), readOnly and openWorld
+// together are fetch, a tool that says nothing may change things (edit),
+// and a tool the turn did not offer (or an old log) is other.
+func TestToolKind(t *testing.T) {
+	yes, no := true, false
+	cases := []struct {
+		name string
+		d    *engine.ToolDisplay
+		want sdk.ToolKind
+	}{
+		{"not offered", nil, sdk.ToolKindOther},
+		{"no hints", &engine.ToolDisplay{Title: "Create a note"}, sdk.ToolKindEdit},
+		{"read only", &engine.ToolDisplay{Hints: catalog.Annotations{ReadOnlyHint: &yes}}, sdk.ToolKindRead},
+		{"read only, closed world", &engine.ToolDisplay{Hints: catalog.Annotations{ReadOnlyHint: &yes, OpenWorldHint: &no}}, sdk.ToolKindRead},
+		{"read only, open world", &engine.ToolDisplay{Hints: catalog.Annotations{ReadOnlyHint: &yes, OpenWorldHint: &yes}}, sdk.ToolKindFetch},
+		{"open world writer", &engine.ToolDisplay{Hints: catalog.Annotations{ReadOnlyHint: &no, OpenWorldHint: &yes}}, sdk.ToolKindEdit},
+		{"destructive", &engine.ToolDisplay{Hints: catalog.Annotations{DestructiveHint: &yes}}, sdk.ToolKindDelete},
+		{"destructive wins over read only", &engine.ToolDisplay{Hints: catalog.Annotations{ReadOnlyHint: &yes, DestructiveHint: &yes}}, sdk.ToolKindDelete},
+		{"explicitly not destructive", &engine.ToolDisplay{Hints: catalog.Annotations{ReadOnlyHint: &no, DestructiveHint: &no, OpenWorldHint: &no}}, sdk.ToolKindEdit},
+	}
+	for _, tc := range cases {
+		assert.Equal(t, tc.want, ToolKind(tc.d), tc.name)
+	}
+}
+
+// TestToolCallFromOldLog: a tool.call written before calls carried their
+// display still maps (title = name, kind other) and names the tool in
+// _meta, so history of older sessions replays.
+func TestToolCallFromOldLog(t *testing.T) {
+	m := newMapper(true, engine.CallerDesktop)
+	us := m.updates(store.Event{Type: engine.EvToolCall, TaskID: "tsk_1", Body: json.RawMessage(`{"toolCallId":"c1","name":"mcp__notes__notes__note_create","arguments":{}}`)})
+	require.Len(t, us, 1)
+	tc := us[0].ToolCall
+	require.NotNil(t, tc)
+	assert.Equal(t, "mcp__notes__notes__note_create", tc.Title)
+	assert.Equal(t, sdk.ToolKindOther, tc.Kind)
+	assert.Equal(t, map[string]any{"org.agentos": map[string]any{"toolName": "mcp__notes__notes__note_create"}}, tc.Meta)
 }

@@ -129,7 +129,9 @@ func printCode(w io.Writer, raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "pairing code: %s (valid %s, one use)\non the computer: acp-bridge pair %s\n",
+	// The command people run on the computer is agentlab's bridge (the
+	// upstream acp-bridge does not exist here).
+	_, err := fmt.Fprintf(w, "pairing code: %s (valid %s, one use)\non the computer: agentlab bridge pair %s (add -s SERIAL when adb lists several devices)\n",
 		r.Code, time.Duration(r.ExpiresInMs)*time.Millisecond, r.Code)
 	return err
 }

@@ -134,10 +134,13 @@ func containsScope(scope []catalog.ScopeEntry, id catalog.ToolID) bool {
 	return false
 }
 
-func (p *pluginTools) ForSession(_ context.Context, s engine.SessionView) ([]model.Tool, string, error) {
-	var out []model.Tool
+func (p *pluginTools) ForSession(_ context.Context, s engine.SessionView) ([]engine.ToolDef, string, error) {
+	var out []engine.ToolDef
 	for n := range p.visible(s) {
-		out = append(out, model.Tool{Name: n, InputSchema: json.RawMessage(`{"type":"object"}`)})
+		// A title unlike the name: the SDK must name calls by
+		// _meta."org.agentos".toolName, not by the title.
+		out = append(out, engine.ToolDef{Tool: model.Tool{Name: n, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			Display: engine.ToolDisplay{Title: "Tool " + p.byName[n].Tool}})
 	}
 	return out, "", nil
 }

@@ -82,6 +82,11 @@ type Entry struct {
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
 	Risk        Risk            `json:"risk"`
+	// Hints are the tool's annotations as its provider declared them,
+	// for showing calls (an ACP tool kind); nothing is decided on them
+	// here (Risk is). Session tools carry only destructiveHint, whose
+	// readOnlyHint is ignored as it is for their risk (spec §2.9).
+	Hints Annotations `json:"hints"`
 	// Enabled is the resolved switch: plugin ready and enabled at the
 	// plugin, server and tool levels of the user's policy.
 	Enabled  bool     `json:"enabled"`

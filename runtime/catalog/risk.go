@@ -73,12 +73,14 @@ func (r Risk) MayAlwaysAllow() bool { return r == RiskRead || r == RiskWrite }
 // conversation" may be offered (spec §5.1: WRITE only).
 func (r Risk) MaySessionRemember() bool { return r == RiskWrite }
 
-// Annotations are the MCP tool annotations that matter for risk. A nil
-// pointer means the server did not set the hint; a missing
-// destructiveHint is NOT treated as true.
+// Annotations are the MCP tool annotations that matter for risk and for
+// how a call is shown (Entry.Hints). A nil pointer means the server did
+// not set the hint; a missing destructiveHint is NOT treated as true.
+// OpenWorldHint never changes the risk.
 type Annotations struct {
 	ReadOnlyHint    *bool `json:"readOnlyHint,omitempty"`
 	DestructiveHint *bool `json:"destructiveHint,omitempty"`
+	OpenWorldHint   *bool `json:"openWorldHint,omitempty"`
 }
 
 // EffectiveRisk is RiskPolicy.effectiveRisk (spec §5.1): the declared

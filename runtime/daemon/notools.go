@@ -5,7 +5,6 @@ import (
 
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
-	"github.com/agentoslab/agentlab/runtime/model"
 )
 
 // noTools is the tool layer until the extension host is wired: an empty
@@ -14,7 +13,7 @@ type noTools struct{}
 
 var _ engine.Tools = noTools{}
 
-func (noTools) ForSession(context.Context, engine.SessionView) ([]model.Tool, string, error) {
+func (noTools) ForSession(context.Context, engine.SessionView) ([]engine.ToolDef, string, error) {
 	return nil, "", nil
 }
 

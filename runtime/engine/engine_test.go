@@ -16,6 +16,9 @@ import (
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/model"
 	"github.com/agentoslab/agentlab/runtime/store"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 var (
@@ -881,5 +884,33 @@ func TestQueuedPromptSeesTheAnswerBeforeIt(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[first answer one second]" {
 		t.Fatalf("second request saw %q", got)
+	}
+}
+
+// TestToolCallCarriesDisplay: a call's tool.call event has the title and
+// annotations of the tool as the turn offered it (what clients show);
+// a call to a tool the turn did not offer has none; the model is offered
+// only name, description and schema.
+func TestToolCallCarriesDisplay(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	id := h.session(desktop, nil)
+	h.model.Push(enginetest.Calls(enginetest.Call("c1", "big", map[string]int{"n": 1}), enginetest.Call("c2", "ghost", nil)),
+		enginetest.Text("done"))
+	if stop, err := h.run(desktop, id, "go"); stop != "end_turn" || err != nil {
+		t.Fatal(stop, err)
+	}
+	calls := find(h.events(id), engine.EvToolCall)
+	require.Len(t, calls, 2)
+	big := body[engine.ToolCallBody](t, calls[0])
+	require.NotNil(t, big.Display)
+	assert.Equal(t, "Big", big.Display.Title)
+	require.NotNil(t, big.Display.Hints.ReadOnlyHint)
+	require.NotNil(t, big.Display.Hints.OpenWorldHint)
+	assert.True(t, *big.Display.Hints.ReadOnlyHint && *big.Display.Hints.OpenWorldHint)
+	assert.Nil(t, body[engine.ToolCallBody](t, calls[1]).Display, "ghost was not offered")
+	for _, tool := range h.model.Requests()[0].Tools {
+		b, _ := json.Marshal(tool)
+		assert.NotContains(t, string(b), "Big", "the display never reaches the model")
 	}
 }

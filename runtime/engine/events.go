@@ -28,6 +28,8 @@ const (
 	EvToolResult           = "tool.result"            // ToolResultBody: what the model was given
 	EvToolSettled          = "tool.settled"           // ToolSettledBody
 	EvToolRoundLimit       = "tool_round_limit"       // {rounds}
+	EvConsentRequested     = "consent.requested"      // the tool layer asks the owner (emitted by Tools)
+	EvConsentResolved      = "consent.resolved"       // the answer, a policy's or a remembered allow (emitted by Tools)
 	eventPrefixConsent     = "consent."
 	eventPrefixHook        = "hook."
 	eventToolProgress      = "tool.progress"
@@ -54,6 +56,10 @@ type ToolCallBody struct {
 	ToolCallID string          `json:"toolCallId"`
 	Name       string          `json:"name"`
 	Arguments  json.RawMessage `json:"arguments"`
+	// Display is the tool's as the turn offered it; nil when the model
+	// called a tool it was not offered (and in logs written before it
+	// existed).
+	Display *ToolDisplay `json:"display,omitempty"`
 }
 
 // ToolRefBody is the body of tool.dispatched.

@@ -97,7 +97,7 @@ func (e *Engine) turn(ctx context.Context, t *task) outcome {
 		defer e.stopOnRevoke(t, revoked)()
 	}
 	view := SessionView{SessionID: row.ID, TaskID: t.id, Caller: t.caller, Scope: scopeOf(row), Mode: modeOf(row)}
-	defs, section := e.prepareTools(ctx, view)
+	defs, display, section := e.prepareTools(ctx, view)
 	msgs, err := e.conversation(ctx, t)
 	if err != nil {
 		return outcome{err: err}
@@ -129,6 +129,9 @@ func (e *Engine) turn(ctx context.Context, t *task) outcome {
 		calls := uniqueCallIDs(res.calls, usedIDs)
 		for _, c := range calls {
 			body := ToolCallBody{ToolCallID: c.ID, Name: c.Name, Arguments: argumentsOf(c.Arguments)}
+			if d, ok := display[c.Name]; ok {
+				body.Display = &d
+			}
 			mark := &store.ToolCallMark{TaskID: t.id, ID: c.ID, Name: c.Name}
 			if _, err := e.appendEvent(ctx, t.sess, t.id, EvToolCall, body, e.markWriter(mark)); err != nil {
 				return outcome{err: err}
@@ -232,15 +235,21 @@ func uniqueCallIDs(calls []model.ToolCall, used map[string]bool) []model.ToolCal
 
 // prepareTools asks the tool layer for the turn's tools. A tool layer that
 // fails or is slow does not fail the task: the model runs without tools.
-func (e *Engine) prepareTools(ctx context.Context, view SessionView) ([]model.Tool, string) {
+func (e *Engine) prepareTools(ctx context.Context, view SessionView) ([]model.Tool, map[string]ToolDisplay, string) {
 	pctx, cancel := context.WithTimeout(ctx, e.lim.ToolPrepareTimeout)
 	defer cancel()
 	defs, section, err := e.tools.ForSession(pctx, view)
 	if err != nil {
 		e.log.Warn("tools unavailable for this turn", "session", view.SessionID, "task", view.TaskID, "code", errcode.CodeOf(err))
-		return nil, ""
+		return nil, nil, ""
 	}
-	return defs, section
+	tools := make([]model.Tool, len(defs))
+	display := make(map[string]ToolDisplay, len(defs))
+	for i, d := range defs {
+		tools[i] = d.Tool
+		display[d.Name] = d.Display
+	}
+	return tools, display, section
 }
 
 // modelResult is one model call's answer.

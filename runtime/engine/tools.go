@@ -4,8 +4,26 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/agentoslab/agentlab/runtime/catalog"
 	"github.com/agentoslab/agentlab/runtime/model"
 )
+
+// ToolDef is a tool offered to a session's model, with how its calls are
+// shown to people.
+type ToolDef struct {
+	model.Tool
+	// Display goes into the tool.call event of each call; the model
+	// never sees it.
+	Display ToolDisplay
+}
+
+// ToolDisplay is how a tool's calls are shown to people (ACP clients):
+// its title and its MCP annotations as the provider declared them.
+// Nothing is decided on it; risk and consent come from the catalog.
+type ToolDisplay struct {
+	Title string              `json:"title,omitempty"`
+	Hints catalog.Annotations `json:"hints"`
+}
 
 // ToolScopeEntry is one (plugin, raw tool) pair of a session's toolScope
 // (spec §2.4). The server name is not part of it.
@@ -69,9 +87,10 @@ type ToolEvents interface {
 // Implementations must be safe for concurrent use by many tasks.
 type Tools interface {
 	// ForSession returns the tool definitions the model is offered for a
-	// turn of this session (catalog ∩ scope, filtered by mode), plus a
-	// system-prompt section (skills list) that may be empty.
-	ForSession(ctx context.Context, s SessionView) (tools []model.Tool, systemSection string, err error)
+	// turn of this session (catalog ∩ scope, filtered by mode), each with
+	// how its calls are shown, plus a system-prompt section (skills list)
+	// that may be empty.
+	ForSession(ctx context.Context, s SessionView) (tools []ToolDef, systemSection string, err error)
 
 	// Call authorizes (catalog, scope and mode check by name, then risk
 	// policy and consent, which may block until the user answers or ctx

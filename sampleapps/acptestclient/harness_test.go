@@ -62,11 +62,12 @@ func (e *echoTools) visible(s engine.SessionView) bool {
 	return false
 }
 
-func (e *echoTools) ForSession(_ context.Context, s engine.SessionView) ([]model.Tool, string, error) {
+func (e *echoTools) ForSession(_ context.Context, s engine.SessionView) ([]engine.ToolDef, string, error) {
 	if !e.visible(s) {
 		return nil, "", nil
 	}
-	return []model.Tool{{Name: e.final, InputSchema: json.RawMessage(`{"type":"object"}`)}}, "", nil
+	return []engine.ToolDef{{Tool: model.Tool{Name: e.final, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Display: engine.ToolDisplay{Title: "Echo"}}}, "", nil
 }
 
 func (e *echoTools) ForgetSession(string) {}

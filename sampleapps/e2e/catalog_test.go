@@ -110,8 +110,9 @@ steps:
         arguments: {id: "$result[2].id"}
 final: Done.
 `
-	titleOf := map[string]string{} // tool call id → final name
-	status := map[string]string{}  // final name → last status
+	nameOf := map[string]string{} // tool call id → final name
+	status := map[string]string{} // final name → last status
+	shown := map[string]string{}  // final name → "title (kind)"
 	var order []string
 	res := a.call("session/prompt", map[string]any{"sessionId": ses.SessionID, "prompt": []map[string]string{{"type": "text", "text": script}}},
 		func(method string, params json.RawMessage) {
@@ -119,20 +120,28 @@ final: Done.
 				Update struct {
 					SessionUpdate string  `json:"sessionUpdate"`
 					ToolCallID    string  `json:"toolCallId"`
-					Title         *string `json:"title"`
+					Title         string  `json:"title"`
+					Kind          string  `json:"kind"`
 					Status        *string `json:"status"`
+					Meta          struct {
+						AgentOS struct {
+							ToolName string `json:"toolName"`
+						} `json:"org.agentos"`
+					} `json:"_meta"`
 				} `json:"update"`
 			}
 			if method != "session/update" || json.Unmarshal(params, &n) != nil || !strings.HasPrefix(n.Update.SessionUpdate, "tool_call") {
 				return
 			}
 			u := n.Update
-			if u.Title != nil && titleOf[u.ToolCallID] == "" {
-				titleOf[u.ToolCallID] = *u.Title
-				order = append(order, *u.Title)
+			// The final name is in _meta; the title is the tool's own.
+			if name := u.Meta.AgentOS.ToolName; name != "" && nameOf[u.ToolCallID] == "" {
+				nameOf[u.ToolCallID] = name
+				order = append(order, name)
+				shown[name] = u.Title + " (" + u.Kind + ")"
 			}
-			if title := titleOf[u.ToolCallID]; title != "" && u.Status != nil {
-				status[title] = *u.Status
+			if name := nameOf[u.ToolCallID]; name != "" && u.Status != nil {
+				status[name] = *u.Status
 			}
 		})
 	var pr struct {
@@ -147,6 +156,17 @@ final: Done.
 	for _, name := range wantCalls {
 		if status[name] != "completed" {
 			t.Errorf("%s ended %q (calls in order: %v)", name, status[name], order)
+		}
+	}
+	// Each call shows its tool's title and the kind of its annotations.
+	for name, want := range map[string]string{
+		finalName("notes", "note_create"):   "Create a note (edit)",
+		finalName("sms", "sms_thread_list"): "List SMS conversations (read)",
+		finalName("notes", "note_delete"):   "Delete a note for good (delete)",
+		"mcp__mcptest__test__echo":          "Echo (read)",
+	} {
+		if shown[name] != want {
+			t.Errorf("%s shown as %q, want %q", name, shown[name], want)
 		}
 	}
 

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/catalog"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/model"
@@ -35,13 +36,14 @@ const (
 	Wait
 )
 
-// The tools. Arguments are JSON objects.
+// The tools. Arguments are JSON objects. Each has a title and
+// annotations (shown to clients as the call's title and kind).
 //
-//	echo {"text"}      returns text (risk READ: visible in read_only)
-//	slow {"ms"}        sleeps ms or until cancelled (then result unknown)
-//	fail {}            returns an isError result (tool_failed)
-//	big  {"n"}         returns n characters
-//	hang {}            ignores cancellation until Release is called
+//	echo {"text"}      returns text (risk READ: visible in read_only); readOnlyHint
+//	slow {"ms"}        sleeps ms or until cancelled (then result unknown); no hints
+//	fail {}            returns an isError result (tool_failed); destructiveHint
+//	big  {"n"}         returns n characters; readOnlyHint and openWorldHint
+//	hang {}            ignores cancellation until Release is called; no hints
 const (
 	ToolEcho = "echo"
 	ToolSlow = "slow"
@@ -51,6 +53,17 @@ const (
 )
 
 var allTools = []string{ToolBig, ToolEcho, ToolFail, ToolHang, ToolSlow}
+
+var yes = func() *bool { b := true; return &b }
+
+// display is how each tool's calls are shown.
+var display = map[string]engine.ToolDisplay{
+	ToolEcho: {Title: "Echo", Hints: catalog.Annotations{ReadOnlyHint: yes()}},
+	ToolSlow: {Title: "Slow"},
+	ToolFail: {Title: "Fail", Hints: catalog.Annotations{DestructiveHint: yes()}},
+	ToolBig:  {Title: "Big", Hints: catalog.Annotations{ReadOnlyHint: yes(), OpenWorldHint: yes()}},
+	ToolHang: {Title: "Hang"},
+}
 
 // Tools is an in-process engine.Tools. The zero value allows every call;
 // it is safe for concurrent use.
@@ -139,11 +152,11 @@ func visible(s engine.SessionView) []string {
 }
 
 // ForSession implements engine.Tools.
-func (t *Tools) ForSession(_ context.Context, s engine.SessionView) ([]model.Tool, string, error) {
-	var defs []model.Tool
+func (t *Tools) ForSession(_ context.Context, s engine.SessionView) ([]engine.ToolDef, string, error) {
+	var defs []engine.ToolDef
 	for _, name := range visible(s) {
-		defs = append(defs, model.Tool{Name: name, Description: "test tool " + name,
-			InputSchema: json.RawMessage(`{"type":"object"}`)})
+		defs = append(defs, engine.ToolDef{Tool: model.Tool{Name: name, Description: "test tool " + name,
+			InputSchema: json.RawMessage(`{"type":"object"}`)}, Display: display[name]})
 	}
 	return defs, t.Section, nil
 }

@@ -22,6 +22,8 @@ import (
 	"github.com/agentoslab/agentlab/runtime/ext/exttest"
 	"github.com/agentoslab/agentlab/runtime/sdk/plugin"
 	"github.com/agentoslab/agentlab/runtime/transport"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // The test binary is also the provider app of the bundle: the launcher
@@ -44,7 +46,7 @@ func runProvider(args []string) int {
 			json.Unmarshal(a, &in)
 			return plugin.Text(in.Text), nil
 		}})
-	srv.MustAddTool(plugin.Tool{Name: "slow", InputSchema: schema,
+	srv.MustAddTool(plugin.Tool{Name: "slow", InputSchema: schema, Annotations: plugin.Annotations{OpenWorldHint: &yes},
 		Handler: func(ctx context.Context, _ json.RawMessage) (*plugin.Result, error) {
 			select {
 			case <-ctx.Done():
@@ -213,6 +215,18 @@ func TestBrokerFlow(t *testing.T) {
 	if got := names(s); !slices.Equal(got, []string{echo, slow, wipe, "read_skill"}) {
 		t.Fatalf("default: %v", got)
 	}
+	// Each tool carries how its calls are shown: the provider's title and
+	// annotations, through the extension host's catalog.
+	tools, _, _ := b.ForSession(ctx, s)
+	display := map[string]engine.ToolDisplay{}
+	for _, tl := range tools {
+		display[tl.Name] = tl.Display
+	}
+	yes := true
+	assert.Equal(t, engine.ToolDisplay{Title: "Echo", Hints: catalog.Annotations{ReadOnlyHint: &yes}}, display[echo])
+	assert.Equal(t, engine.ToolDisplay{Hints: catalog.Annotations{ReadOnlyHint: new(bool), OpenWorldHint: &yes}}, display[slow])
+	assert.Equal(t, engine.ToolDisplay{Hints: catalog.Annotations{ReadOnlyHint: new(bool), DestructiveHint: &yes}}, display[wipe])
+	assert.Equal(t, engine.ToolDisplay{Title: "Read skill", Hints: catalog.Annotations{ReadOnlyHint: &yes}}, display["read_skill"])
 	ro := s
 	ro.Mode = "read_only"
 	if got := names(ro); !slices.Equal(got, []string{"read_skill"}) {

@@ -20,8 +20,8 @@ import (
 
 // Event types the broker writes through engine.ToolEvents.
 const (
-	EvConsentRequested = "consent.requested"
-	EvConsentResolved  = "consent.resolved"
+	EvConsentRequested = engine.EvConsentRequested
+	EvConsentResolved  = engine.EvConsentResolved
 )
 
 // ConsentRequestedBody is the body of consent.requested (spec §5.4).
@@ -87,16 +87,19 @@ func (b *Broker) sessionTools(ctx context.Context, s engine.SessionView, refresh
 // (catalog ∩ scope, filtered by mode, then the session's own servers'
 // tools) and the skills section of the system prompt (absent in
 // restricted-scope sessions and chat mode).
-func (b *Broker) ForSession(ctx context.Context, s engine.SessionView) ([]model.Tool, string, error) {
+func (b *Broker) ForSession(ctx context.Context, s engine.SessionView) ([]engine.ToolDef, string, error) {
 	cat, sk := b.mirror()
 	v := view(s)
 	entries := cat.Visible(v)
 	if st := b.sessionTools(ctx, s, true); st != nil {
 		entries = append(entries, st.Visible(v)...)
 	}
-	out := make([]model.Tool, 0, len(entries))
+	out := make([]engine.ToolDef, 0, len(entries))
 	for _, e := range entries {
-		out = append(out, model.Tool{Name: e.Name, Description: e.Description, InputSchema: e.InputSchema})
+		out = append(out, engine.ToolDef{
+			Tool:    model.Tool{Name: e.Name, Description: e.Description, InputSchema: e.InputSchema},
+			Display: engine.ToolDisplay{Title: e.Title, Hints: e.Hints},
+		})
 	}
 	section := ""
 	if v.SkillsAllowed() && len(sk) > 0 {

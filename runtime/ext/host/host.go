@@ -531,12 +531,13 @@ func (h *Host) entriesLocked() ([]catalog.Entry, []skills.Skill) {
 				}
 				size += cost
 				src := catalog.ToolID{Plugin: p.Name, Server: d.Name, Tool: t.Name}
-				risk := catalog.EffectiveRisk(nil, catalog.Annotations{DestructiveHint: t.DestructiveHint, ReadOnlyHint: t.ReadOnlyHint})
+				hints := catalog.Annotations{DestructiveHint: t.DestructiveHint, ReadOnlyHint: t.ReadOnlyHint, OpenWorldHint: t.OpenWorldHint}
+				risk := catalog.EffectiveRisk(nil, hints)
 				res := h.pol.policy.Resolve(src)
 				entries = append(entries, catalog.Entry{
 					Kind: catalog.KindPlugin, Source: src, PluginID: id,
 					Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
-					Risk: risk, Enabled: res.Enabled, Approval: res.Approval, MayAlwaysAllow: risk.MayAlwaysAllow(),
+					Risk: risk, Hints: hints, Enabled: res.Enabled, Approval: res.Approval, MayAlwaysAllow: risk.MayAlwaysAllow(),
 				})
 			}
 		}

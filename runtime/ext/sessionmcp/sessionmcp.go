@@ -385,6 +385,7 @@ func (m *Manager) Known(sessionID string) []catalog.Entry {
 					Session: catalog.SessionToolID{Server: s.cfg.Name, Tool: t.Name},
 					Title:   t.Title, Description: t.Description, InputSchema: t.InputSchema,
 					Risk:    catalog.SessionRisk(catalog.Annotations{DestructiveHint: t.DestructiveHint}),
+					Hints:   catalog.Annotations{DestructiveHint: t.DestructiveHint},
 					Enabled: true,
 				})
 			}

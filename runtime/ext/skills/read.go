@@ -235,6 +235,7 @@ func ReadResult(id, plugin string, content []byte) (text string, truncated bool,
 // without consent, stays in read_only sessions and is left out of chat
 // and restricted-scope sessions by catalog.View.
 func ToolEntry() catalog.Entry {
+	readOnly := true // it only reads skill files
 	return catalog.Entry{
 		Name:        ToolName,
 		Kind:        catalog.KindBuiltin,
@@ -242,6 +243,7 @@ func ToolEntry() catalog.Entry {
 		Description: ToolDescription,
 		InputSchema: InputSchema,
 		Risk:        catalog.RiskRead,
+		Hints:       catalog.Annotations{ReadOnlyHint: &readOnly},
 		Enabled:     true,
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/agentoslab/agentlab/runtime/catalog"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestFromRPC(t *testing.T) {
@@ -167,4 +170,48 @@ func TestToolEventTruncatedArguments(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestToolEventsNameFromMeta: a call is named by
+// _meta."org.agentos".toolName (the title is the tool's own, for people),
+// a title-only tool_call (older runtimes) still names it, and a consent
+// status line (_meta consent, desktop callers only) never becomes the
+// result — an app gets what it always got.
+func TestToolEventsNameFromMeta(t *testing.T) {
+	t.Parallel()
+	parse := func(line string) update {
+		u, err := parseUpdate(json.RawMessage(line))
+		require.NoError(t, err)
+		return u
+	}
+	scope := []ToolRef{{"mcptest", "echo"}}
+	calls := map[string]*toolState{}
+	ev := toolEvent(calls, parse(`{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"c1","title":"Echo","kind":"read","status":"pending",
+		"rawInput":{"text":"hi"},"_meta":{"org.agentos":{"toolName":"mcp__mcptest__test__echo"}}}}`), scope)
+	assert.Equal(t, "echo", ev.Tool)
+	require.NotNil(t, ev.Ref)
+	assert.Equal(t, "mcptest:echo", ev.Ref.String())
+	assert.Equal(t, ToolPendingApproval, ev.Status)
+
+	ev = toolEvent(calls, parse(`{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"pending",
+		"content":[{"type":"content","content":{"type":"text","text":"Waiting for approval on the phone (AgentOS asks its owner)."}}],
+		"_meta":{"org.agentos":{"consent":"pending"}}}}`), scope)
+	assert.Equal(t, ToolPendingApproval, ev.Status)
+	assert.Empty(t, ev.ResultJSON, "a status line is not the result")
+	assert.Equal(t, "echo", ev.Tool)
+
+	ev = toolEvent(calls, parse(`{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed",
+		"content":[{"type":"content","content":{"type":"text","text":"{\"echo\":\"hi\"}"}}]}}`), scope)
+	assert.Equal(t, ToolCompleted, ev.Status)
+	assert.Equal(t, `{"echo":"hi"}`, ev.ResultJSON)
+
+	// Without a scope the final name is the tool.
+	ev = toolEvent(map[string]*toolState{}, parse(`{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"c2","title":"Create a note",
+		"_meta":{"org.agentos":{"toolName":"mcp__notes__notes__note_create"}}}}`), nil)
+	assert.Equal(t, "mcp__notes__notes__note_create", ev.Tool)
+	assert.Nil(t, ev.Ref)
+
+	// An older runtime: the name is the title.
+	ev = toolEvent(map[string]*toolState{}, parse(`{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"c3","title":"mcp__mcptest__test__echo"}}`), scope)
+	assert.Equal(t, "echo", ev.Tool)
 }

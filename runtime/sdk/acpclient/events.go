@@ -93,8 +93,13 @@ type update struct {
 	rawInput  json.RawMessage
 	content   string // tool call content text
 	meta      json.RawMessage
-	modeID    string
-	models    string // current model from config_option_update
+	// toolName is the call's final tool name (_meta."org.agentos".toolName);
+	// consent marks a consent status line (_meta."org.agentos".consent),
+	// whose content is not the call's result.
+	toolName string
+	consent  string
+	modeID   string
+	models   string // current model from config_option_update
 }
 
 func parseUpdate(params json.RawMessage) (update, error) {
@@ -125,6 +130,13 @@ func parseUpdate(params json.RawMessage) (update, error) {
 	case "user_message_chunk", "agent_message_chunk", "agent_thought_chunk":
 		u.text = blockText(n.Update.Content)
 	case "tool_call", "tool_call_update":
+		var m struct {
+			ToolName string `json:"toolName"`
+			Consent  string `json:"consent"`
+		}
+		if len(u.meta) > 0 && json.Unmarshal(u.meta, &m) == nil {
+			u.toolName, u.consent = m.ToolName, m.Consent
+		}
 		var items []struct {
 			Type    string          `json:"type"`
 			Content json.RawMessage `json:"content"`
@@ -192,7 +204,12 @@ func toolEvent(calls map[string]*toolState, u update, scope []ToolRef) ToolCall 
 		st = &toolState{status: ToolPendingApproval}
 		calls[u.toolID] = st
 	}
-	if u.title != nil && *u.title != "" {
+	// The runtime names the tool in _meta; the title is for people (the
+	// tool's own title since the runtime has one). Older runtimes put the
+	// name in the title.
+	if u.toolName != "" {
+		st.name = u.toolName
+	} else if u.title != nil && *u.title != "" && st.name == "" {
 		st.name = *u.title
 	}
 	if len(u.rawInput) > 0 && string(u.rawInput) != "null" {
@@ -217,7 +234,7 @@ func toolEvent(calls map[string]*toolState, u update, scope []ToolRef) ToolCall 
 			}
 		}
 	}
-	if u.content != "" {
+	if u.content != "" && u.consent == "" {
 		st.result = u.content
 	}
 	ev := ToolCall{ID: u.toolID, Tool: st.name, Status: st.status, ResultJSON: st.result, ArgumentsJSON: st.args,

@@ -59,6 +59,8 @@ type ToolInfo struct {
 	// say (only an explicit destructiveHint true makes a tool HIGH).
 	DestructiveHint *bool `json:"destructiveHint,omitempty"`
 	ReadOnlyHint    *bool `json:"readOnlyHint,omitempty"`
+	// OpenWorldHint is nil when the server did not say.
+	OpenWorldHint *bool `json:"openWorldHint,omitempty"`
 }
 
 // CallResult is what a call returned.
@@ -238,6 +240,7 @@ func (c *Client) ListTools(ctx context.Context) ([]ToolInfo, error) {
 			ti := ToolInfo{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schema}
 			if a := t.Annotations; a != nil {
 				ti.DestructiveHint = a.DestructiveHint
+				ti.OpenWorldHint = a.OpenWorldHint
 				ro := a.ReadOnlyHint
 				ti.ReadOnlyHint = &ro
 				if ti.Title == "" {
