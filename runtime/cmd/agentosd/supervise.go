@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/agentoslab/agentlab/runtime/clock"
+	"github.com/agentoslab/agentlab/runtime/clock/labclock"
 	"github.com/agentoslab/agentlab/runtime/supervise"
 )
 
@@ -30,7 +33,13 @@ func superviseCmd(ctx context.Context, args []string) error {
 			}
 		}
 	}()
-	if code := supervise.Main(ctx, args, supervise.CLI{Stderr: os.Stderr, Kick: kicks}); code != 0 {
+	// The lab's build follows serve's virtual clock (restart backoff, the
+	// crash-loop window); a release build gets the real one.
+	follow := func(runtimeData string, log *slog.Logger) (clock.Clock, func()) {
+		f := labclock.Follow(runtimeData, log)
+		return f.Clock(), f.Close
+	}
+	if code := supervise.Main(ctx, args, supervise.CLI{Stderr: os.Stderr, Kick: kicks, Clock: follow}); code != 0 {
 		return exitError(code)
 	}
 	return nil
