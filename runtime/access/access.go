@@ -17,6 +17,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/daemon"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/model"
+	"github.com/agentoslab/agentlab/runtime/model/providers"
 	"github.com/agentoslab/agentlab/runtime/modelconf"
 	"github.com/agentoslab/agentlab/runtime/quota"
 	"github.com/agentoslab/agentlab/runtime/transport"
@@ -49,11 +50,11 @@ func Configure(o *daemon.Options, ao Options) error {
 		// Named without the key; the owner can still set one.
 		log.Warn("access: model key not read", "err", err)
 	}
-	ms, err := modelconf.Open(o.Data, &modelconf.Options{FallbackKey: fallback, Logger: log})
+	ms, err := modelconf.Open(o.Data, &modelconf.Options{FallbackKey: fallback, Providers: &providers.Options{Clock: o.Clock}, Logger: log})
 	if err != nil {
 		return fmt.Errorf("access: %w", err)
 	}
-	q := quota.New(&quota.Options{Logger: log})
+	q := quota.New(&quota.Options{Clock: o.Clock, Logger: log})
 	o.Models = ms
 	o.Admission = q
 	desktop := !o.AllowOwnUID
@@ -100,7 +101,7 @@ func attach(ctx context.Context, r *daemon.Runtime, o *daemon.Options, ao Option
 	}
 	serve := func(ctx context.Context, c engine.Caller, s *transport.RPCStream) { r.Agent.Serve(ctx, c, s) }
 
-	reg, err := callers.Open(&callers.Options{Dir: filepath.Join(o.Data, "acp"), Canceller: r.Engine, Logger: log,
+	reg, err := callers.Open(&callers.Options{Dir: filepath.Join(o.Data, "acp"), Canceller: r.Engine, Clock: o.Clock, Logger: log,
 		Usage: func(owner string) (int64, int, int) {
 			u, eu := q.Usage(owner), r.Engine.Usage(owner)
 			return u.Total, u.InWindow, eu.Running + eu.Queued
@@ -137,7 +138,7 @@ func attach(ctx context.Context, r *daemon.Runtime, o *daemon.Options, ao Option
 	stops = append(stops, func() { cs.Close() })
 
 	if desktop {
-		br, err := bridge.Open(&bridge.Options{Dir: filepath.Join(o.Data, "desktop"), Name: o.Names.ACP(), Serve: serve, Logger: log})
+		br, err := bridge.Open(&bridge.Options{Dir: filepath.Join(o.Data, "desktop"), Name: o.Names.ACP(), Serve: serve, Clock: o.Clock, Logger: log})
 		if err != nil {
 			return fail(err)
 		}

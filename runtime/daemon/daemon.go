@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/runtime/acp"
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/store"
 	"github.com/agentoslab/agentlab/runtime/transport"
@@ -53,6 +54,10 @@ type Options struct {
 	// its stop runs before the runtime closes. When it reports ownsACP,
 	// serve does not listen on the ACP socket itself.
 	Attach func(ctx context.Context, r *Runtime) (stop func(), ownsACP bool, err error)
+	// Clock is the time of every part of the runtime (timestamps and the
+	// product's timers); nil means the real clock. serve passes the one
+	// from runtime/clock/labclock.
+	Clock clock.Clock
 	// HeartbeatEvery is the heartbeat interval; zero means 5 s.
 	HeartbeatEvery time.Duration
 	// ShutdownWait bounds a graceful stop; zero means 12 s.
@@ -101,10 +106,11 @@ func Open(ctx context.Context, opts *Options) (*Runtime, error) {
 	if o.Tools == nil {
 		o.Tools = noTools{}
 	}
+	o.Clock = clock.Or(o.Clock)
 	if err := os.MkdirAll(o.Data, 0o700); err != nil {
 		return nil, fmt.Errorf("daemon: data directory: %w", err)
 	}
-	r := &Runtime{opts: o, log: o.Logger, beat: newHeartbeat(o.Data, o.HeartbeatEvery)}
+	r := &Runtime{opts: o, log: o.Logger, beat: newHeartbeat(o.Data, o.HeartbeatEvery, o.Clock)}
 	if err := r.beat.set(stateStarting, 0); err != nil {
 		r.log.Warn("heartbeat not written", "err", err)
 	}
@@ -115,18 +121,18 @@ func Open(ctx context.Context, opts *Options) (*Runtime, error) {
 	r.Store = st
 	r.Models = o.Models
 	if r.Models == nil {
-		r.Models = loadModels(o.Data, o.ModelKeyFile, o.LookupEnv, o.Logger)
+		r.Models = loadModels(o.Data, o.ModelKeyFile, o.LookupEnv, o.Clock, o.Logger)
 	}
 	r.beat.set(stateRecovering, 0)
 	r.Engine, err = engine.New(ctx, &engine.Options{
-		Store: st, Tools: o.Tools, Models: r.Models, Admission: o.Admission, Logger: o.Logger, Notify: r.beat.poke,
+		Store: st, Tools: o.Tools, Models: r.Models, Admission: o.Admission, Clock: o.Clock, Logger: o.Logger, Notify: r.beat.poke,
 	})
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	r.Engine.SetSafeMode(o.SafeMode)
-	r.Agent = acp.New(r.Engine, &acp.Options{Version: o.Version, Logger: o.Logger, DrainOnEOF: o.drainOnEOF, Servers: o.Servers})
+	r.Agent = acp.New(r.Engine, &acp.Options{Version: o.Version, Logger: o.Logger, DrainOnEOF: o.drainOnEOF, Servers: o.Servers, Clock: o.Clock})
 	r.beat.start(func() int {
 		s := r.Engine.Stats()
 		return s.Running + s.Queued

@@ -6,8 +6,10 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/model"
+	"github.com/agentoslab/agentlab/runtime/model/providers"
 	"github.com/agentoslab/agentlab/runtime/modelconf"
 )
 
@@ -21,12 +23,12 @@ const ModelKeyEnv = "AGENTOS_MODEL_KEY"
 // while no model.key exists. Without a usable configuration the runtime
 // runs without a model: every task then fails model_not_configured
 // without a request. Problems are logged without the key.
-func loadModels(data, keyFile string, lookupEnv func(string) (string, bool), log *slog.Logger) engine.ModelSource {
+func loadModels(data, keyFile string, lookupEnv func(string) (string, bool), c clock.Clock, log *slog.Logger) engine.ModelSource {
 	key, err := startupKey(keyFile, lookupEnv)
 	if err != nil {
 		log.Warn("model key not read", "err", err)
 	}
-	ms, err := modelconf.Open(data, &modelconf.Options{FallbackKey: key, Logger: log})
+	ms, err := modelconf.Open(data, &modelconf.Options{FallbackKey: key, Providers: &providers.Options{Clock: c}, Logger: log})
 	if err != nil {
 		log.Warn("model configuration unusable; running without a model", "err", err)
 		return nil

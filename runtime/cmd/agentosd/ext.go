@@ -43,7 +43,7 @@ func configureExt(ctx context.Context, opts *daemon.Options, ao *access.Options,
 	if opts.Tools != nil {
 		return func() {}, nil
 	}
-	sessions := sessionmcp.New(&sessionmcp.Options{Logger: log})
+	sessions := sessionmcp.New(&sessionmcp.Options{Clock: opts.Clock, Logger: log})
 	b := broker.New(broker.Options{
 		Names:     opts.Names,
 		DataDir:   opts.Data,
@@ -51,6 +51,7 @@ func configureExt(ctx context.Context, opts *daemon.Options, ao *access.Options,
 		ExtFlags:  strings.Fields(os.Getenv(ExtFlagsEnv)),
 		ExtStderr: os.Stderr,
 		Sessions:  sessions,
+		Clock:     opts.Clock,
 		Logger:    log,
 	})
 	if err := b.Start(ctx); err != nil {

@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/agentoslab/agentlab/runtime/access"
+	"github.com/agentoslab/agentlab/runtime/admin"
+	"github.com/agentoslab/agentlab/runtime/clock/labclock"
 	"github.com/agentoslab/agentlab/runtime/daemon"
 	"github.com/agentoslab/agentlab/runtime/supervise"
 	"github.com/agentoslab/agentlab/runtime/transport"
@@ -31,14 +33,20 @@ func serveCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	env := supervise.FromEnv(os.Getenv)
+	// One clock for every part of serve: virtual in the lab's build
+	// (ctl clock advance), the real clock in a release build.
+	clk, err := labclock.Open(*data)
+	if err != nil {
+		return err
+	}
 	opts := &daemon.Options{
 		Data: *data, Version: version, Names: transport.Names{Prefix: *prefix}, ModelKeyFile: *keyFile,
-		Tools: testTools, AllowOwnUID: *ownUID, SafeMode: env.SafeMode, Logger: log,
+		Tools: testTools, AllowOwnUID: *ownUID, SafeMode: env.SafeMode, Clock: clk.Clock(), Logger: log,
 	}
 	// The extension host (tools, caller-supplied MCP servers, its admin
 	// methods), then quotas, the owner's model settings, the admin API,
 	// the caller channel and desktop pairing.
-	ao := access.Options{Root: env.Root}
+	ao := access.Options{Root: env.Root, Admin: func(srv *admin.Server) { admin.Provide(srv, clk) }}
 	stopExt, err := configureExt(ctx, opts, &ao, env.Root, log)
 	if err != nil {
 		return err
