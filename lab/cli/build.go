@@ -37,6 +37,8 @@ func (a *app) buildOptions(cfg *config.Config, f *buildFlags, outDir string) *bu
 		o.ABIs = cfg.Build.ABIs
 	}
 	o.Tags = cfg.Build.Tags
+	// Virtual devices get the runtime whose clock the lab advances.
+	o.Virtual = !cfg.Build.ReleaseOnVirtual
 	if len(o.Apps) == 0 {
 		o.Apps = cfg.Provision.Apps
 	}
@@ -73,6 +75,12 @@ func newBuildCmd(a *app) *cobra.Command {
 device ABI as static Linux binaries (x86_64: GOARCH amd64, arm64-v8a: arm64;
 CGO_ENABLED=0, -trimpath, the version stamped in), pack the Magisk/KernelSU module
 zip per ABI and one signed .agentapp bundle per app holding every ABI.
+
+Virtual devices get agentosd built once more with the agentos_labclock tag, in
+modules of their own (under <out>/virtual): a runtime whose clock the lab advances
+(agentosd ctl clock advance) instead of waiting out its timers. Phones and emulators
+get the release runtime. lab.yaml build.releaseOnVirtual: true gives virtual devices
+the release runtime too.
 
 Bundles are signed with the lab's signing key (lab.yaml build.signingKey, default
 <stateDir>/signing.key, created with mode 0600 on first use and never printed).
@@ -117,6 +125,12 @@ func printArtifacts(a *app, arts *build.Artifacts) error {
 	for _, abi := range arts.ABIs {
 		fmt.Fprintf(tw, "%s\tagentosd\t%s\n", abi, arts.Agentosd[abi])
 		fmt.Fprintf(tw, "%s\tmodule (versionCode %d)\t%s\n", abi, arts.ModuleVersionCode, arts.Modules[abi])
+	}
+	if v := arts.Virtual; v != nil {
+		for _, abi := range v.ABIs {
+			fmt.Fprintf(tw, "%s\tagentosd for virtual devices (%s)\t%s\n", abi, strings.Join(v.Tags, ","), v.Agentosd[abi])
+			fmt.Fprintf(tw, "%s\tmodule for virtual devices (versionCode %d)\t%s\n", abi, v.ModuleVersionCode, v.Modules[abi])
+		}
 	}
 	for _, b := range arts.Bundles {
 		fmt.Fprintf(tw, "bundle\t%s (%s, versionCode %d)\t%s\n", b.App, b.Package, b.VersionCode, b.Path)

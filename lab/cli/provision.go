@@ -17,6 +17,8 @@ import (
 	"github.com/agentoslab/agentlab/lab/config"
 	"github.com/agentoslab/agentlab/lab/modelstub"
 	"github.com/agentoslab/agentlab/lab/provision"
+	"github.com/agentoslab/agentlab/lab/runner"
+	"github.com/agentoslab/agentlab/reports"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 )
@@ -186,7 +188,12 @@ func provisionAll(ctx context.Context, a *app, cfg *config.Config, targets []inv
 			defer wg.Done()
 			dctx, cancel := context.WithTimeout(ctx, cfg.Timeouts.Provision.D())
 			defer cancel()
-			res, err := provision.Provision(dctx, d.dev, arts, opts)
+			// A virtual device gets the runtime whose clock the lab advances.
+			virtual := false
+			if info, err := d.dev.Info(dctx); err == nil {
+				virtual = runner.KindOf(info, d.Serial) == reports.DeviceVirtual
+			}
+			res, err := provision.Provision(dctx, d.dev, arts.For(virtual), opts)
 			results[i] = provisionResult{Serial: d.Serial, Result: res}
 			if err != nil {
 				results[i].Error = err.Error()

@@ -514,7 +514,8 @@ func (l *labRun) provision(ctx context.Context, arts *build.Artifacts) error {
 			start := time.Now()
 			pctx, cancel := context.WithTimeout(ctx, cfg.Timeouts.Provision.D())
 			defer cancel()
-			res, err := provision.Provision(pctx, dev, arts, &o)
+			// A virtual device gets the runtime whose clock the lab advances.
+			res, err := provision.Provision(pctx, dev, arts.For(l.kinds[serial] == reports.DeviceVirtual), &o)
 			results[i] = outcome{serial: serial, res: res, err: err, start: start, end: time.Now(), info: info}
 		})
 	}
