@@ -86,8 +86,10 @@ func Build(ctx context.Context, cfg *config.Config, devs []*Device, opts *Option
 		SigningKey: cfg.SigningKeyPath(),
 		Apps:       apps,
 		Tags:       cfg.Build.Tags,
-		Progress:   o.Progress,
-		Logger:     o.Logger,
+		// Virtual devices get the runtime whose clock the lab advances.
+		Virtual:  !cfg.Build.ReleaseOnVirtual,
+		Progress: o.Progress,
+		Logger:   o.Logger,
 	})
 }
 

@@ -56,6 +56,12 @@ type Device struct {
 // device's DNS, as it reaches a live provider.
 var labHosts = map[string][]netip.Addr{modelstub.DeviceHost: {netip.MustParseAddr("127.0.0.1")}}
 
+// virtual reports whether d is one of the lab's virtual devices (which
+// run the runtime built with the lab's clock).
+func (d *Device) virtual() bool {
+	return d.Source == "virtual" || (d.record != nil && d.record.Kind == reports.DeviceVirtual)
+}
+
 // Handle is the device's handle, nil when it cannot be used.
 func (d *Device) Handle() devices.Device { return d.dev }
 

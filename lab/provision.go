@@ -119,7 +119,8 @@ func (p *provisioning) provisionAll(ctx context.Context, cfg *config.Config, dev
 			start := time.Now()
 			dctx, cancel := context.WithTimeout(ctx, cfg.Timeouts.Provision.D())
 			defer cancel()
-			res, err := provision.Provision(dctx, d.dev, arts, o)
+			// A virtual device gets the runtime whose clock the lab advances.
+			res, err := provision.Provision(dctx, d.dev, arts.For(d.virtual()), o)
 			results[i] = ProvisionResult{Serial: d.Serial, Result: res, start: start, end: time.Now(), err: err}
 			if err != nil {
 				results[i].Error = err.Error()

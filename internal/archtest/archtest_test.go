@@ -3,8 +3,12 @@ package archtest
 import (
 	"bytes"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,6 +16,7 @@ import (
 const module = "github.com/agentoslab/agentlab"
 
 type pkg struct {
+	Dir        string
 	ImportPath string
 	Name       string
 	Doc        string
@@ -95,4 +100,76 @@ func TestSDKsStayLight(t *testing.T) {
 			}
 		}
 	}
+}
+
+// One clock (runtime/clock): no other package of the runtime declares a
+// clock of its own, the fake clock is for tests only, and a release
+// agentosd does not even link the code that could move its time.
+func TestOneClock(t *testing.T) {
+	const clockPkg = module + "/runtime/clock"
+	virtualOnly := []string{clockPkg + "/internal/manual", clockPkg + "/internal/virtual", clockPkg + "/clocktest"}
+	for _, p := range listPackages(t) {
+		if !strings.HasPrefix(p.ImportPath, module+"/") {
+			continue
+		}
+		for _, imp := range p.Imports { // non-test files only
+			if imp == clockPkg+"/clocktest" {
+				t.Errorf("%s imports the test clock outside its tests", p.ImportPath)
+			}
+		}
+		if !strings.HasPrefix(p.ImportPath, module+"/runtime/") || strings.HasPrefix(p.ImportPath, clockPkg) {
+			continue
+		}
+		for _, name := range clockTypes(t, p) {
+			t.Errorf("%s declares its own clock type %s; use runtime/clock", p.ImportPath, name)
+		}
+	}
+	cmd := exec.Command("go", "list", "-deps", "./runtime/cmd/agentosd")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	for _, banned := range virtualOnly {
+		for _, d := range deps {
+			if d == banned {
+				t.Errorf("the release agentosd links %s", banned)
+			}
+		}
+	}
+	cmd = exec.Command("go", "list", "-tags", "agentos_labclock", "-deps", "./runtime/cmd/agentosd")
+	cmd.Dir = "../.."
+	if out, err = cmd.Output(); err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	if !strings.Contains(string(out), clockPkg+"/internal/virtual\n") {
+		t.Error("the lab's agentosd (tag agentos_labclock) does not link the virtual clock")
+	}
+}
+
+// clockTypes are the types named like a clock in p's non-test files.
+func clockTypes(t *testing.T, p pkg) []string {
+	t.Helper()
+	var out []string
+	fset := token.NewFileSet()
+	for _, f := range p.GoFiles {
+		file, err := parser.ParseFile(fset, filepath.Join(p.Dir, f), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.TYPE {
+				continue
+			}
+			for _, s := range g.Specs {
+				name := s.(*ast.TypeSpec).Name.Name
+				if strings.EqualFold(name, "clock") || strings.EqualFold(name, "realClock") {
+					out = append(out, name)
+				}
+			}
+		}
+	}
+	return out
 }

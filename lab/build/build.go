@@ -27,6 +27,14 @@
 // content is cached, so re-provisioning unchanged content is a no-op on the
 // device and changed content always upgrades.
 //
+// # Virtual devices
+//
+// With Options.Virtual, agentosd is built a second time with LabClockTag
+// and packed in module zips of its own (Artifacts.Virtual, under
+// OutDir/virtual): the runtime virtual devices install, whose clock the
+// lab can advance (runtime/clock/labclock). Phones and emulators install
+// the release runtime. The apps are built once and shared.
+//
 // # Signing key
 //
 // The bundle-signing key is Options.SigningKey: an ed25519 PEM file,
@@ -61,6 +69,12 @@ var goarchOf = map[string]string{apps.ABIX8664: "amd64", apps.ABIArm64: "arm64"}
 
 // HostABI is the ABI of the machine running the build.
 func HostABI() string { return apps.HostABI() }
+
+// LabClockTag is the build tag of the lab's clock
+// (runtime/clock/labclock): a runtime whose owner can advance its clock
+// (agentosd ctl clock advance), so scenarios that wait out the runtime's
+// timers take no real time. Release builds lack it.
+const LabClockTag = "agentos_labclock"
 
 // Defaults of Options.
 const (
@@ -105,6 +119,12 @@ type Options struct {
 	// (runtime/internal/faultinject); default none. They are part of every
 	// cache key.
 	Tags []string
+	// Virtual also builds the runtime for virtual devices: agentosd with
+	// LabClockTag added to Tags, packed in module zips of its own
+	// (Artifacts.Virtual under OutDir/virtual); the apps are the same.
+	// Phones and emulators keep the release runtime. Nothing more is
+	// built when Tags already hold LabClockTag.
+	Virtual bool
 	// Go is the go command; default "go" from PATH.
 	Go string
 	// Progress receives one line per step, for people; nil discards.
@@ -127,6 +147,10 @@ type Artifacts struct {
 	Bundles []Bundle `json:"bundles"`
 	// Tags are the build tags the binaries were built with.
 	Tags []string `json:"tags,omitempty"`
+	// Virtual is what virtual devices install when Options.Virtual was
+	// set: agentosd and its modules built with LabClockTag as well, and
+	// the same bundles. Nil otherwise.
+	Virtual *Artifacts `json:"virtual,omitempty"`
 	// SigningDigest identifies the lab's signing key (SHA-256 of the
 	// public key); the key itself is never part of Artifacts.
 	SigningDigest string `json:"signingDigest"`
@@ -157,6 +181,15 @@ func (a *Artifacts) Bundle(name string) (Bundle, bool) {
 		}
 	}
 	return Bundle{}, false
+}
+
+// For returns the artifacts a device installs: Virtual for a virtual
+// device when it was built, else a.
+func (a *Artifacts) For(virtual bool) *Artifacts {
+	if virtual && a.Virtual != nil {
+		return a.Virtual
+	}
+	return a
 }
 
 // Module returns the module zip for abi.
@@ -387,6 +420,11 @@ func Build(ctx context.Context, opts *Options) (*Artifacts, error) {
 			return nil, err
 		}
 	}
+	if o.Virtual && !slices.Contains(o.Tags, LabClockTag) {
+		if err := b.virtual(ctx, goVersion, targets[0]); err != nil {
+			return nil, err
+		}
+	}
 	manifest, _ := json.MarshalIndent(b.arts, "", "  ")
 	if err := writeAtomic(filepath.Join(o.OutDir, ManifestFile), append(manifest, '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("build: %w", err)
@@ -394,6 +432,37 @@ func Build(ctx context.Context, opts *Options) (*Artifacts, error) {
 	b.progress("done in %s: %d compiled, %d packed, %d bundles, modules for %s → %s",
 		time.Since(b.started).Round(time.Millisecond), b.arts.Compiled, b.arts.Packed, len(b.arts.Bundles), strings.Join(o.ABIs, ", "), o.OutDir)
 	return b.arts, nil
+}
+
+// virtual builds agentosd (target t) again with LabClockTag, and its
+// modules, under OutDir/virtual: the runtime virtual devices install. It
+// shares the cache (and the lock Build holds) and the bundles.
+func (b *builder) virtual(ctx context.Context, goVersion string, t target) error {
+	vo := *b.o
+	vo.Tags = append(slices.Clone(b.o.Tags), LabClockTag)
+	vo.OutDir = filepath.Join(b.o.OutDir, "virtual")
+	vb := &builder{o: &vo, key: b.key, started: b.started, arts: &Artifacts{
+		Version: vo.Version, ABIs: slices.Clone(vo.ABIs), Tags: slices.Clone(vo.Tags), Agentosd: map[string]string{}, Modules: map[string]string{},
+		Bundles: b.arts.Bundles, SigningDigest: b.arts.SigningDigest,
+	}}
+	vb.progress("virtual devices: agentosd with %s", LabClockTag)
+	bins := map[string]map[string]string{}
+	binKeys := map[string]map[string]string{}
+	for _, abi := range vo.ABIs {
+		paths, keys, err := vb.binaries(ctx, abi, goVersion, []target{t})
+		if err != nil {
+			return err
+		}
+		bins[abi], binKeys[abi] = paths, keys
+	}
+	if err := vb.modules(ctx, bins, binKeys); err != nil {
+		return err
+	}
+	b.arts.Compiled += vb.arts.Compiled
+	b.arts.Packed += vb.arts.Packed
+	vb.arts.Compiled, vb.arts.Packed = 0, 0
+	b.arts.Virtual = vb.arts
+	return nil
 }
 
 func (b *builder) goVersion(ctx context.Context) (string, error) {

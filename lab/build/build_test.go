@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -377,5 +378,72 @@ func TestDefaultOutDir(t *testing.T) {
 	}
 	if o.OutDir != filepath.Join(o.CacheDir, "out") {
 		t.Errorf("OutDir = %s", o.OutDir)
+	}
+}
+
+// Virtual devices get agentosd built with the lab's clock tag, in modules
+// of their own; phones and emulators keep the release runtime; the apps
+// are one build for both, and a second build compiles nothing.
+func TestVirtualRuntime(t *testing.T) {
+	t.Parallel()
+	root := fakeTree(t)
+	tagged := "//go:build " + LabClockTag + "\n\npackage main\n\nfunc init() { version += \"+labclock\" }\n"
+	if err := os.WriteFile(filepath.Join(root, "runtime/cmd/agentosd/labclock.go"), []byte(tagged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := opts(t, root)
+	o.Virtual = true
+	ctx := context.Background()
+	arts, err := Build(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	abi := HostABI()
+	run := func(a *Artifacts) string {
+		out, err := exec.Command(a.Agentosd[abi]).CombinedOutput()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	v := arts.Virtual
+	if v == nil {
+		t.Fatal("no virtual-device artifacts")
+	}
+	if got := run(arts); got != "1.2.3" {
+		t.Errorf("release agentosd prints %q", got)
+	}
+	if got := run(v); got != "1.2.3+labclock" || !slices.Equal(v.Tags, []string{LabClockTag}) {
+		t.Errorf("virtual agentosd prints %q (tags %v)", got, v.Tags)
+	}
+	if arts.Compiled != 4 {
+		t.Errorf("compiled %d, want 4: three binaries and agentosd once more (the apps are shared)", arts.Compiled)
+	}
+	relZip, _ := arts.Module(abi)
+	virtZip, _ := v.Module(abi)
+	if relZip == virtZip || v.ModuleVersionCode == arts.ModuleVersionCode || !strings.HasPrefix(virtZip, filepath.Join(o.OutDir, "virtual")) {
+		t.Errorf("modules: release %s (%d), virtual %s (%d)", relZip, arts.ModuleVersionCode, virtZip, v.ModuleVersionCode)
+	}
+	if !reflect.DeepEqual(v.Bundles, arts.Bundles) {
+		t.Errorf("virtual devices get other bundles: %+v", v.Bundles)
+	}
+	if arts.For(true) != v || arts.For(false) != arts || v.For(true) != v {
+		t.Error("For picks the wrong artifacts")
+	}
+	again, err := Build(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Compiled != 0 || again.Packed != 0 || again.Virtual == nil || again.Virtual.ModuleVersionCode != v.ModuleVersionCode {
+		t.Errorf("second build: compiled %d, packed %d, virtual %+v", again.Compiled, again.Packed, again.Virtual)
+	}
+	// A build that is all lab already has nothing more to build.
+	o.Tags = []string{LabClockTag}
+	lab, err := Build(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lab.Virtual != nil || lab.For(true) != lab || run(lab) != "1.2.3+labclock" {
+		t.Errorf("tagged build: virtual %v, prints %q", lab.Virtual, run(lab))
 	}
 }

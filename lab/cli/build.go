@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/agentoslab/agentlab/lab"
 	"github.com/agentoslab/agentlab/lab/build"
@@ -32,6 +33,12 @@ func newBuildCmd(a *app) *cobra.Command {
 device ABI as static Linux binaries (x86_64: GOARCH amd64, arm64-v8a: arm64;
 CGO_ENABLED=0, -trimpath, the version stamped in), pack the Magisk/KernelSU module
 zip per ABI and one signed .agentapp bundle per app holding every ABI.
+
+Virtual devices get agentosd built once more with the agentos_labclock tag, in
+modules of their own (under <out>/virtual): a runtime whose clock the lab advances
+(agentosd ctl clock advance) instead of waiting out its timers. Phones and emulators
+get the release runtime. lab.yaml build.releaseOnVirtual: true gives virtual devices
+the release runtime too.
 
 Bundles are signed with the lab's signing key (lab.yaml build.signingKey, default
 <stateDir>/signing.key, created with mode 0600 on first use and never printed).
@@ -85,6 +92,12 @@ func printArtifacts(a *app, arts *build.Artifacts) error {
 	for _, abi := range arts.ABIs {
 		rows = append(rows, []string{abi, "agentosd", arts.Agentosd[abi]})
 		rows = append(rows, []string{abi, fmt.Sprintf("module (versionCode %d)", arts.ModuleVersionCode), arts.Modules[abi]})
+	}
+	if v := arts.Virtual; v != nil {
+		for _, abi := range v.ABIs {
+			rows = append(rows, []string{abi, fmt.Sprintf("agentosd for virtual devices (%s)", strings.Join(v.Tags, ",")), v.Agentosd[abi]})
+			rows = append(rows, []string{abi, fmt.Sprintf("module for virtual devices (versionCode %d)", v.ModuleVersionCode), v.Modules[abi]})
+		}
 	}
 	for _, b := range arts.Bundles {
 		rows = append(rows, []string{"bundle", fmt.Sprintf("%s (%s, versionCode %d)", b.App, b.Package, b.VersionCode), b.Path})

@@ -357,6 +357,11 @@ type Build struct {
 	// agentos_faultinject (a runtime that breaks rules on purpose, for
 	// the lab's own fault-injection test); empty builds the product.
 	Tags []string `yaml:"tags" json:"tags,omitempty"`
+	// ReleaseOnVirtual gives virtual devices the release runtime too.
+	// By default they get agentosd built with the lab's clock tag
+	// (agentos_labclock), whose clock scenarios advance instead of
+	// waiting; phones and emulators always get the release runtime.
+	ReleaseOnVirtual bool `yaml:"releaseOnVirtual" json:"releaseOnVirtual,omitempty"`
 }
 
 // Provision configures provisioning.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/devices"
+	"github.com/agentoslab/agentlab/runtime/clock/labclock"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 )
 
@@ -190,5 +191,46 @@ func TestSecretNeverOnCommandLine(t *testing.T) {
 		if bytes.Contains([]byte(strings.Join(f.cmds, "")), []byte("sk-")) {
 			t.Error("key prefix leaked")
 		}
+	}
+}
+
+// The clock verbs: advance sends the duration as ctl parses it and
+// returns the new time; a release build's refusal is errcode.Unsupported;
+// show reports the kind.
+func TestClock(t *testing.T) {
+	ctx := context.Background()
+	var cmds []string
+	f := &fakeDevice{answer: func(cmd string) (devices.Result, error) {
+		cmds = append(cmds, cmd)
+		if strings.Contains(cmd, "'advance'") {
+			return devices.Result{Stdout: []byte(`{"kind":"virtual","nowMs":1700000300000,"offsetMs":300000}` + "\n")}, nil
+		}
+		return devices.Result{Stdout: []byte(`{"kind":"virtual","nowMs":1700000000000,"offsetMs":0}` + "\n")}, nil
+	}}
+	c := New(f, nil)
+	in, err := c.AdvanceClock(ctx, 5*time.Minute)
+	if err != nil || in.OffsetMs != 300000 || in.Kind != labclock.KindVirtual {
+		t.Fatalf("AdvanceClock = %+v, %v", in, err)
+	}
+	if want := "'" + DefaultAgentosd + "' ctl --json 'clock' 'advance' '5m0s'"; !strings.Contains(cmds[0], want) {
+		t.Errorf("command %q, want %q", cmds[0], want)
+	}
+	if in, err := c.Clock(ctx); err != nil || in.Kind != labclock.KindVirtual || in.NowMs != 1700000000000 {
+		t.Fatalf("Clock = %+v, %v", in, err)
+	}
+	for _, d := range []time.Duration{0, -time.Second, 1500 * time.Microsecond} {
+		if _, err := c.AdvanceClock(ctx, d); err == nil {
+			t.Errorf("AdvanceClock(%s) accepted", d)
+		}
+	}
+	if len(cmds) != 2 {
+		t.Errorf("a bad duration reached the device: %q", cmds)
+	}
+
+	release := &fakeDevice{answer: func(string) (devices.Result, error) {
+		return devices.Result{ExitCode: 1, Stdout: []byte(`{"error":{"code":-32601,"message":"unsupported: this build has the real clock only","data":{"agentosCode":"unsupported","retryable":false}}}` + "\n")}, nil
+	}}
+	if _, err := New(release, nil).AdvanceClock(ctx, time.Minute); !errors.Is(err, errcode.Unsupported) {
+		t.Errorf("release build: err = %v, want unsupported", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 )
@@ -29,6 +30,8 @@ type Options struct {
 	// CancelWait bounds how long a cancelled prompt waits for its task to
 	// stop before answering cancelled anyway; zero means 12 s.
 	CancelWait time.Duration
+	// Clock times the cancel wait; nil means the real clock.
+	Clock clock.Clock
 	// DrainOnEOF makes a connection whose input has ended still answer the
 	// requests it already received (stdio: a client may close stdin and
 	// read the answers). Otherwise such a connection is over at once and
@@ -44,6 +47,7 @@ type Agent struct {
 	log        *slog.Logger
 	servers    SessionServers
 	cancelWait time.Duration
+	clock      clock.Clock
 	drain      bool
 
 	// cancels counts handled session/cancel notifications (tests wait on it:
@@ -57,7 +61,7 @@ func New(e *engine.Engine, opts *Options) *Agent {
 		opts = &Options{}
 	}
 	a := &Agent{e: e, version: opts.Version, log: opts.Logger, servers: opts.Servers, cancelWait: opts.CancelWait,
-		drain: opts.DrainOnEOF}
+		clock: clock.Or(opts.Clock), drain: opts.DrainOnEOF}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}

@@ -9,6 +9,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 )
@@ -21,19 +22,19 @@ type promptState struct {
 
 	mu        sync.Mutex // guards the fields below
 	cancelled bool
-	timer     *time.Timer
+	timer     clock.Timer
 }
 
 // markCancelled records a session/cancel and starts the cancel wait; it
 // reports whether this call was the first.
-func (ps *promptState) markCancelled(wait time.Duration) bool {
+func (ps *promptState) markCancelled(c clock.Clock, wait time.Duration) bool {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.cancelled {
 		return false
 	}
 	ps.cancelled = true
-	ps.timer = time.AfterFunc(wait, ps.giveUp)
+	ps.timer = c.AfterFunc(wait, ps.giveUp)
 	return true
 }
 
@@ -178,7 +179,7 @@ func (cn *conn) cancel(ctx context.Context, p params) (any, error) {
 		return nil, nil
 	}
 	for _, ps := range list {
-		ps.markCancelled(cn.a.cancelWait)
+		ps.markCancelled(cn.a.clock, cn.a.cancelWait)
 	}
 	cn.a.e.CancelSession(context.WithoutCancel(ctx), id, "client")
 	return nil, nil

@@ -15,9 +15,10 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentoslab/agentlab/runtime/clock"
 )
 
 // Reasons an install or uninstall is refused; match with errors.Is. The
@@ -68,8 +69,9 @@ type InstallerOptions struct {
 	PasswdFile string
 	// ABI is the ABI to install; "" means HostABI().
 	ABI string
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock stamps installs, upgrades and removals; nil means the real
+	// clock.
+	Clock clock.Clock
 	// Logger receives installs, upgrades and removals; nil discards.
 	Logger *slog.Logger
 }
@@ -138,9 +140,7 @@ func OpenInstaller(dir string, opts *InstallerOptions) (*Installer, error) {
 	if o.ABI == "" {
 		o.ABI = HostABI()
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	o.Clock = clock.Or(o.Clock)
 	logger := o.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -321,7 +321,7 @@ func (in *Installer) install(ctx context.Context, b *Bundle) (*InstallResult, er
 	var result *InstallResult
 	var oldCode, newCode string
 	err := in.withLock(func(tf *tableFile) (*tableFile, error) {
-		now := in.opts.Now().UnixMilli()
+		now := in.opts.Clock.Now().UnixMilli()
 		i := slices.IndexFunc(tf.Packages, func(p Package) bool { return p.Name == app.Package })
 		var old *Package
 		if i >= 0 {
@@ -578,7 +578,7 @@ func (in *Installer) Uninstall(ctx context.Context, name string) (*Package, erro
 		tf.Packages = slices.Delete(tf.Packages, i, i+1)
 		tf.Version++
 		tf.Events = append(tf.Events, Event{Seq: tf.Version, Kind: Removed, Package: name, UID: removed.UID,
-			VersionCode: removed.VersionCode, SigningDigest: removed.SigningDigest, At: in.opts.Now().UnixMilli()})
+			VersionCode: removed.VersionCode, SigningDigest: removed.SigningDigest, At: in.opts.Clock.Now().UnixMilli()})
 		if len(tf.Events) > maxEvents {
 			tf.Events = slices.Clone(tf.Events[len(tf.Events)-maxEvents:])
 		}

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/transport"
@@ -55,9 +56,9 @@ type Options struct {
 	Serve ServeFunc
 	// AllowUIDs are the peer uids admitted; nil means 0 and 2000.
 	AllowUIDs []int
-	// Now is the clock; it must carry a monotonic reading (time.Now
-	// does). nil means time.Now.
-	Now func() time.Time
+	// Clock times the pairing code and stamps pairings and closes; nil
+	// means the real clock.
+	Clock clock.Clock
 	// Rand is the randomness for codes, tokens and ids; nil means
 	// crypto/rand.
 	Rand io.Reader
@@ -110,7 +111,7 @@ var (
 
 type code struct {
 	digits   string
-	expires  time.Time // monotonic
+	expires  time.Time // on the bridge's clock
 	attempts int
 }
 
@@ -120,7 +121,7 @@ type Bridge struct {
 	name  string
 	serve ServeFunc
 	uids  []int
-	now   func() time.Time
+	clock clock.Clock
 	rand  io.Reader
 	hsTO  time.Duration
 	log   *slog.Logger
@@ -147,7 +148,7 @@ func Open(opts *Options) (*Bridge, error) {
 	if opts == nil || opts.Dir == "" || opts.Serve == nil {
 		return nil, errors.New("bridge: Dir and Serve are required")
 	}
-	b := &Bridge{dir: opts.Dir, name: opts.Name, serve: opts.Serve, uids: opts.AllowUIDs, now: opts.Now,
+	b := &Bridge{dir: opts.Dir, name: opts.Name, serve: opts.Serve, uids: opts.AllowUIDs, clock: clock.Or(opts.Clock),
 		rand: opts.Rand, hsTO: opts.HandshakeTimeout, log: opts.Logger,
 		handshaking: map[net.Conn]bool{}, established: map[net.Conn]string{}}
 	if b.name == "" {
@@ -155,9 +156,6 @@ func Open(opts *Options) (*Bridge, error) {
 	}
 	if b.uids == nil {
 		b.uids = defaultUIDs
-	}
-	if b.now == nil {
-		b.now = time.Now
 	}
 	if b.rand == nil {
 		b.rand = rand.Reader
@@ -289,7 +287,7 @@ func (b *Bridge) newCodeLocked() (string, error) {
 	if err != nil {
 		return "", errcode.Wrap(errcode.Internal, "no randomness", err)
 	}
-	c := &code{digits: fmt.Sprintf("%06d", n.Int64()), expires: b.now().Add(CodeTTL)}
+	c := &code{digits: fmt.Sprintf("%06d", n.Int64()), expires: b.clock.Now().Add(CodeTTL)}
 	b.code = c
 	b.log.Info("bridge: new pairing code")
 	return c.digits, nil
@@ -346,7 +344,7 @@ func (b *Bridge) Status() Status {
 		Established: len(b.established), Handshaking: len(b.handshaking), Pairings: len(b.state.Pairings),
 		Health: b.health, Closes: slices.Clone(b.closes)}
 	if b.code != nil {
-		if left := b.code.expires.Sub(b.now()); left > 0 {
+		if left := b.code.expires.Sub(b.clock.Now()); left > 0 {
 			s.CodeActive, s.CodeLeftMs = true, left.Milliseconds()
 		}
 	}
@@ -359,7 +357,7 @@ func (b *Bridge) Status() Status {
 func (b *Bridge) record(uid int, reason, pairing string, start time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.closes = append(b.closes, CloseRecord{AtMillis: time.Now().UnixMilli(), UID: uid, Reason: reason,
+	b.closes = append(b.closes, CloseRecord{AtMillis: b.clock.Now().UnixMilli(), UID: uid, Reason: reason,
 		PairingID: pairing, DurationMs: time.Since(start).Milliseconds()})
 	if len(b.closes) > maxCloseRecords {
 		b.closes = b.closes[len(b.closes)-maxCloseRecords:]
@@ -370,7 +368,7 @@ func (b *Bridge) record(uid int, reason, pairing string, start time.Time) {
 // and answers busy over the connection limits (spec §8.1).
 func (b *Bridge) admit(c *transport.Conn) transport.Admission {
 	uid := c.Cred().UID
-	start := time.Now()
+	start := time.Now() // for DurationMs, a measurement: wall time
 	if !slices.Contains(b.uids, uid) {
 		b.record(uid, "uid_not_allowed", "", start)
 		return transport.Refuse(nil)
@@ -470,7 +468,7 @@ func (b *Bridge) verify(req PairRequest, c net.Conn) (id, token string, fresh bo
 	if !b.state.Enabled || b.closed {
 		return fail(ReasonDisabled)
 	}
-	now := b.now()
+	now := b.clock.Now()
 	if req.HasCode {
 		cd := b.code
 		if cd == nil {
@@ -495,7 +493,7 @@ func (b *Bridge) verify(req PairRequest, c net.Conn) (id, token string, fresh bo
 		}
 		sum := sha256.Sum256([]byte(tok))
 		p := Pairing{ID: "dp_" + idHex, TokenSHA256: hex.EncodeToString(sum[:]), Label: req.Label,
-			PairedAtMillis: time.Now().UnixMilli(), LastSeenMillis: time.Now().UnixMilli()}
+			PairedAtMillis: now.UnixMilli(), LastSeenMillis: now.UnixMilli()}
 		if len(b.state.Pairings) >= MaxPairings {
 			// Drop the least recently seen.
 			i := 0
@@ -528,7 +526,7 @@ func (b *Bridge) verify(req PairRequest, c net.Conn) (id, token string, fresh bo
 	if match < 0 {
 		return fail(ReasonInvalidToken)
 	}
-	b.state.Pairings[match].LastSeenMillis = time.Now().UnixMilli()
+	b.state.Pairings[match].LastSeenMillis = now.UnixMilli()
 	b.saveLocked()
 	delete(b.handshaking, c)
 	b.established[c] = b.state.Pairings[match].ID

@@ -13,13 +13,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentoslab/agentlab/runtime/bridge"
+	"github.com/agentoslab/agentlab/runtime/clock/clocktest"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
@@ -50,23 +50,11 @@ func TestMain(m *testing.M) {
 
 var seq atomic.Int64
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type env struct {
 	t     *testing.T
 	dir   string
 	name  string
-	clock *clock
+	clock *clocktest.Clock
 	b     *bridge.Bridge
 	// served receives what each served ACP connection's first line was.
 	served  chan string
@@ -76,14 +64,14 @@ type env struct {
 func newEnv(t *testing.T, hsTimeout time.Duration) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), name: fmt.Sprintf("@bridge-test-%d-%d", os.Getpid(), seq.Add(1)),
-		clock: &clock{t: time.Now()}, served: make(chan string, 16), callers: make(chan engine.Caller, 16)}
+		clock: clocktest.New(time.Now()), served: make(chan string, 16), callers: make(chan engine.Caller, 16)}
 	e.open(hsTimeout)
 	return e
 }
 
 func (e *env) open(hsTimeout time.Duration) {
 	e.t.Helper()
-	b, err := bridge.Open(&bridge.Options{Dir: e.dir, Name: e.name, Now: e.clock.Now, HandshakeTimeout: hsTimeout,
+	b, err := bridge.Open(&bridge.Options{Dir: e.dir, Name: e.name, Clock: e.clock, HandshakeTimeout: hsTimeout,
 		Serve: func(ctx context.Context, c engine.Caller, s *transport.RPCStream) {
 			select {
 			case e.callers <- c:
@@ -314,8 +302,17 @@ func TestCodeAttemptsAndExpiry(t *testing.T) {
 	if rep, _ := readReply(t, r); rep.Error == nil || rep.Error.Data.Details.Reason != bridge.ReasonInvalidCode {
 		t.Fatalf("void code: %+v", rep.Error)
 	}
+	// A code lives five minutes on the runtime's clock, to the
+	// millisecond.
 	code, _ = e.b.NewCode()
-	e.clock.Advance(5 * time.Minute)
+	e.clock.Advance(bridge.CodeTTL - time.Millisecond)
+	if st := e.b.Status(); !st.CodeActive || st.CodeLeftMs != 1 {
+		t.Fatalf("a millisecond before expiry: active %v, %d ms left", st.CodeActive, st.CodeLeftMs)
+	}
+	e.clock.Advance(time.Millisecond)
+	if st := e.b.Status(); st.CodeActive {
+		t.Fatalf("expired code still active: %+v", st)
+	}
 	_, r = e.dial(pairCode(code))
 	if rep, _ := readReply(t, r); rep.Error == nil || rep.Error.Data.Details.Reason != bridge.ReasonCodeExpired ||
 		rep.Error.Message != "auth_required: the pairing code has expired; generate a new one on the phone" {
@@ -434,8 +431,7 @@ func TestRevokeDisableAndLRU(t *testing.T) {
 		if i == 0 {
 			first = id
 		}
-		e.clock.Advance(time.Millisecond)
-		time.Sleep(2 * time.Millisecond) // distinct lastSeen milliseconds
+		e.clock.Advance(time.Millisecond) // distinct lastSeen milliseconds
 	}
 	list := e.b.List()
 	if len(list) != bridge.MaxPairings {

@@ -12,7 +12,8 @@
 // code or a token; nothing else is parsed before it succeeds. On success
 // the same connection carries ACP as caller DESKTOP (ownerKey "desktop").
 //
-// Codes are 6 random digits, valid 5 minutes (monotonic clock), one-time,
+// Codes are 6 random digits, valid 5 minutes (on the runtime's clock,
+// runtime/clock: monotonic, and advanced by the lab's build), one-time,
 // void after 5 wrong tries; only one is active and it lives in memory
 // only. Tokens are 32 random bytes in base64url without padding; only
 // their SHA-256 is stored, in <data>/desktop/pairing.json, with at most 16

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/runtime/catalog"
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/ids"
 	"github.com/agentoslab/agentlab/runtime/internal/chars"
 )
@@ -223,8 +224,9 @@ type CoordinatorOptions struct {
 	Timeout time.Duration
 	// Recent is how many finished requests to keep; 0 means DefaultRecent.
 	Recent int
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock times each request and stamps the cards; nil means the real
+	// clock.
+	Clock clock.Clock
 	// OnChange is called (without locks held, in its own goroutine per
 	// change, so it may block briefly) when the pending set changes.
 	OnChange func()
@@ -255,7 +257,7 @@ type pendingReq struct {
 	card    Card
 	created time.Time
 	timeout time.Duration
-	timer   *time.Timer // guarded by Coordinator.mu
+	timer   clock.Timer // guarded by Coordinator.mu
 	done    chan struct{}
 	out     Outcome // set before done closes
 	notice  string
@@ -276,9 +278,7 @@ func NewCoordinator(opts *CoordinatorOptions) *Coordinator {
 	if o.Recent <= 0 {
 		o.Recent = DefaultRecent
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	o.Clock = clock.Or(o.Clock)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -358,7 +358,7 @@ func (c *Coordinator) enqueue(r Request) (*pendingReq, Outcome, bool) {
 		c.o.Logger.Warn("consent: too many pending requests", "request", r.ID)
 		return nil, unavailable, false
 	}
-	now := c.o.Now()
+	now := c.o.Clock.Now()
 	p := &pendingReq{req: r, created: now, timeout: timeout, done: make(chan struct{})}
 	p.card = BuildCard(CardRequest{
 		RequestID: r.ID, SessionID: r.SessionID, TaskID: r.TaskID, Caller: r.Caller,
@@ -370,7 +370,7 @@ func (c *Coordinator) enqueue(r Request) (*pendingReq, Outcome, bool) {
 	mode := c.mode
 	auto := mode != AutoOff && mode != ""
 	if !auto {
-		p.timer = time.AfterFunc(timeout, func() {
+		p.timer = c.o.Clock.AfterFunc(timeout, func() {
 			c.finish(p, Outcome{Choice: Deny, End: EndTimedOut, DenyReason: DenyTimeout})
 		})
 	}
@@ -507,7 +507,7 @@ func (c *Coordinator) Decision(id string) string {
 func (c *Coordinator) Pending() []View {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := c.o.Now()
+	now := c.o.Clock.Now()
 	out := make([]View, 0, len(c.pending))
 	for i, p := range c.pending {
 		card := p.card

@@ -10,7 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/agentoslab/agentlab/runtime/catalog"
+	"github.com/agentoslab/agentlab/runtime/clock/clocktest"
 )
 
 var src = &catalog.ToolID{Plugin: "mcptest", Server: "test", Tool: "echo"}
@@ -387,4 +391,34 @@ func FuzzCoordinatorRespond(f *testing.F) {
 			t.Fatal("a HIGH card took a remembering choice")
 		}
 	})
+}
+
+// The card's 60 s timeout runs on the runtime's clock: nothing ends it a
+// moment early, reaching it denies with reason timeout, and the card
+// counts down on the same clock (the lab advances it instead of waiting).
+func TestCoordinatorTimeoutOnTheClock(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktest.New(t0)
+	c := NewCoordinator(&CoordinatorOptions{Clock: clk})
+	done := make(chan Outcome, 1)
+	go func() { done <- c.Ask(context.Background(), writeReq("req_t")) }()
+	v := waitPending(t, c, 1)
+	require.Equal(t, DefaultTimeout.Milliseconds(), v[0].RemainingMs)
+	require.Equal(t, t0.UnixMilli(), v[0].Card.CreatedAtMillis)
+
+	clk.Advance(DefaultTimeout - time.Millisecond)
+	v = waitPending(t, c, 1)
+	assert.Equal(t, int64(1), v[0].RemainingMs)
+	select {
+	case out := <-done:
+		t.Fatalf("ended before its timeout: %+v", out)
+	default:
+	}
+	clk.Advance(time.Millisecond)
+	out := <-done
+	assert.Equal(t, EndTimedOut, out.End)
+	assert.Equal(t, "deny:timeout", out.Decision())
+	assert.Empty(t, c.Pending())
+	assert.False(t, c.Respond("req_t", AllowOnce), "a timed-out card is still answerable")
 }

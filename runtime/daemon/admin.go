@@ -7,6 +7,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/apps/appadmin"
 	"github.com/agentoslab/agentlab/runtime/bridge"
 	"github.com/agentoslab/agentlab/runtime/callerchan"
+	"github.com/agentoslab/agentlab/runtime/clock/labclock"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/ext/broker"
 	"github.com/agentoslab/agentlab/runtime/modelconf"
@@ -21,6 +22,7 @@ func CtlVerbs() []admin.Verb {
 	var vs []admin.Verb
 	for _, f := range [][]admin.Verb{
 		admin.Verbs(), modelconf.CtlVerbs(), callerchan.CtlVerbs(), bridge.CtlVerbs(), broker.CtlVerbs(), appadmin.Verbs(),
+		labclock.CtlVerbs(),
 	} {
 		vs = append(vs, f...)
 	}
@@ -33,6 +35,7 @@ const (
 	noExtHost    = "this runtime runs built-in test tools instead of the extension host"
 	noDesktop    = "desktop access is off in this runtime's test mode (serve --allow-own-uid serves ACP uid-gated instead)"
 	fixedModel   = "this run's model was fixed at start (--model, --model-script); it cannot be changed"
+	noLabclock   = "this runtime was started without its clock file (agentosd serve opens it): it runs on the real clock"
 )
 
 // adminMethods is the admin API's method table: every feature's methods
@@ -61,6 +64,11 @@ func (s *System) adminMethods() []admin.Method {
 		add(appadmin.Methods(s.Apps, s.Launcher))
 	} else {
 		add(unavailable(noSupervisor, appadmin.Methods(nil, nil)))
+	}
+	if s.opts.Labclock != nil {
+		add(labclock.AdminMethods(s.opts.Labclock))
+	} else {
+		add(unavailable(noLabclock, labclock.AdminMethods(nil)))
 	}
 	return ms
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/clock/clocktest"
 	"github.com/agentoslab/agentlab/runtime/engine/enginetest"
 	"github.com/agentoslab/agentlab/runtime/supervise"
 )
@@ -87,7 +88,8 @@ func TestLoadModels(t *testing.T) {
 func TestHeartbeat(t *testing.T) {
 	t.Parallel()
 	data := t.TempDir()
-	h := newHeartbeat(data, time.Hour)
+	clk := clocktest.New(time.UnixMilli(1_700_000_000_000))
+	h := newHeartbeat(data, time.Hour, clk)
 	path := filepath.Join(data, "heartbeat")
 	if err := h.set(stateStarting, 0); err != nil {
 		t.Fatal(err)
@@ -100,7 +102,7 @@ func TestHeartbeat(t *testing.T) {
 		}
 		return hb
 	}
-	if hb := read(); hb.State != "starting" || hb.PID != os.Getpid() || hb.Tasks != 0 || hb.At == 0 {
+	if hb := read(); hb.State != "starting" || hb.PID != os.Getpid() || hb.Tasks != 0 || hb.At != 1_700_000_000_000 {
 		t.Fatalf("starting: %+v", hb)
 	}
 	tasks := make(chan int, 1)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/agentoslab/agentlab/runtime/clock"
 )
 
 // Heartbeat states (the supervisor reads them, spec §11).
@@ -18,11 +20,13 @@ const (
 )
 
 // heartbeat writes <data>/heartbeat: key=value lines pid, tasks, at (unix
-// ms) and state. It is rewritten (through a rename, so a reader never sees
-// half a file) when the task count changes and every interval otherwise.
+// ms on the runtime's clock) and state. It is rewritten (through a rename,
+// so a reader never sees half a file) when the task count changes and
+// every interval (wall time: the writer's pace) otherwise.
 type heartbeat struct {
 	path  string
 	every time.Duration
+	clock clock.Clock
 	tasks func() int
 
 	wake chan struct{} // poked when the task count may have changed
@@ -33,8 +37,8 @@ type heartbeat struct {
 	state string
 }
 
-func newHeartbeat(data string, every time.Duration) *heartbeat {
-	return &heartbeat{path: filepath.Join(data, "heartbeat"), every: every, wake: make(chan struct{}, 1)}
+func newHeartbeat(data string, every time.Duration, c clock.Clock) *heartbeat {
+	return &heartbeat{path: filepath.Join(data, "heartbeat"), every: every, clock: c, wake: make(chan struct{}, 1)}
 }
 
 // set writes the heartbeat with a fixed state (starting, recovering,
@@ -47,7 +51,7 @@ func (h *heartbeat) set(state string, tasks int) error {
 }
 
 func (h *heartbeat) writeLocked(tasks int) error {
-	b := fmt.Appendf(nil, "pid=%d\ntasks=%d\nat=%d\nstate=%s\n", os.Getpid(), tasks, time.Now().UnixMilli(), h.state)
+	b := fmt.Appendf(nil, "pid=%d\ntasks=%d\nat=%d\nstate=%s\n", os.Getpid(), tasks, h.clock.Now().UnixMilli(), h.state)
 	tmp := h.path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return fmt.Errorf("heartbeat: %w", err)

@@ -38,7 +38,7 @@ func (s *System) openModels() (engine.ModelSource, error) {
 	o := s.opts
 	var src engine.ModelSource
 	if o.Model != nil {
-		p, err := providers.Open(*o.Model, &providers.Options{Logger: o.Logger})
+		p, err := providers.Open(*o.Model, &providers.Options{Clock: o.Clock, Logger: o.Logger})
 		if err != nil {
 			return nil, fmt.Errorf("daemon: model: %w", err)
 		}
@@ -49,7 +49,8 @@ func (s *System) openModels() (engine.ModelSource, error) {
 			// Named without the key; the owner can still set one.
 			s.log.Warn("model key not read", "err", err)
 		}
-		if s.Models, err = modelconf.Open(o.Data, &modelconf.Options{FallbackKey: key, Logger: o.Logger}); err != nil {
+		if s.Models, err = modelconf.Open(o.Data, &modelconf.Options{FallbackKey: key, Providers: &providers.Options{Clock: o.Clock},
+			Logger: o.Logger}); err != nil {
 			return nil, fmt.Errorf("daemon: %w", err)
 		}
 		src = s.Models

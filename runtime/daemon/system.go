@@ -16,6 +16,8 @@ import (
 	"github.com/agentoslab/agentlab/runtime/apps/launcher"
 	"github.com/agentoslab/agentlab/runtime/bridge"
 	"github.com/agentoslab/agentlab/runtime/callerchan"
+	"github.com/agentoslab/agentlab/runtime/clock"
+	"github.com/agentoslab/agentlab/runtime/clock/labclock"
 	"github.com/agentoslab/agentlab/runtime/consent/callers"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/ext/broker"
@@ -64,6 +66,11 @@ type Options struct {
 	AllowOwnUID bool
 	// SafeMode refuses new prompts (safe_mode) from the start.
 	SafeMode bool
+	// Clock is the time of every part of the runtime (timestamps and the
+	// product's timers); nil means the real clock. serve passes the one
+	// from runtime/clock/labclock, and Labclock for its admin methods.
+	Clock    clock.Clock
+	Labclock *labclock.Owner
 	// HeartbeatEvery is the heartbeat interval; zero means 5 s.
 	HeartbeatEvery time.Duration
 	// ShutdownWait bounds a graceful stop; zero means 12 s.
@@ -148,10 +155,11 @@ func open(ctx context.Context, opts *Options, stdio bool) (s *System, err error)
 	if o.ShutdownWait <= 0 {
 		o.ShutdownWait = 12 * time.Second
 	}
+	o.Clock = clock.Or(o.Clock)
 	if err := os.MkdirAll(o.Data, 0o700); err != nil {
 		return nil, fmt.Errorf("daemon: data directory: %w", err)
 	}
-	s = &System{opts: o, log: o.Logger, beat: newHeartbeat(o.Data, o.HeartbeatEvery)}
+	s = &System{opts: o, log: o.Logger, beat: newHeartbeat(o.Data, o.HeartbeatEvery, o.Clock)}
 	defer func() {
 		if err != nil {
 			s.Close(ctx)
@@ -170,7 +178,7 @@ func open(ctx context.Context, opts *Options, stdio bool) (s *System, err error)
 	}
 	var admission engine.Admission
 	if !stdio {
-		s.Quota = quota.New(&quota.Options{Logger: o.Logger})
+		s.Quota = quota.New(&quota.Options{Clock: o.Clock, Logger: o.Logger})
 		admission = s.Quota
 	}
 	tools := o.Tools
@@ -180,10 +188,10 @@ func open(ctx context.Context, opts *Options, stdio bool) (s *System, err error)
 	case stdio:
 		tools = noTools{}
 	default:
-		s.Sessions = sessionmcp.New(&sessionmcp.Options{Logger: o.Logger})
+		s.Sessions = sessionmcp.New(&sessionmcp.Options{Clock: o.Clock, Logger: o.Logger})
 		s.Broker = broker.New(broker.Options{
 			Names: o.Names, DataDir: o.Data, AppsDir: supervise.RuntimeEnv{Root: o.Root}.AppsDir(),
-			ExtFlags: o.ExtFlags, ExtStderr: o.ExtStderr, Sessions: s.Sessions, Logger: o.Logger,
+			ExtFlags: o.ExtFlags, ExtStderr: o.ExtStderr, Sessions: s.Sessions, Clock: o.Clock, Logger: o.Logger,
 		})
 		if err := s.Broker.Start(ctx); err != nil {
 			return s, err
@@ -192,12 +200,12 @@ func open(ctx context.Context, opts *Options, stdio bool) (s *System, err error)
 	}
 	s.beat.set(stateRecovering, 0)
 	if s.Engine, err = engine.New(ctx, &engine.Options{
-		Store: s.Store, Tools: tools, Models: models, Admission: admission, Logger: o.Logger, Notify: s.beat.poke,
+		Store: s.Store, Tools: tools, Models: models, Admission: admission, Clock: o.Clock, Logger: o.Logger, Notify: s.beat.poke,
 	}); err != nil {
 		return s, fmt.Errorf("daemon: %w", err)
 	}
 	s.Engine.SetSafeMode(o.SafeMode)
-	s.Agent = acp.New(s.Engine, &acp.Options{Version: o.Version, Logger: o.Logger, DrainOnEOF: stdio, Servers: servers})
+	s.Agent = acp.New(s.Engine, &acp.Options{Version: o.Version, Logger: o.Logger, DrainOnEOF: stdio, Servers: servers, Clock: o.Clock})
 	s.beat.start(func() int {
 		st := s.Engine.Stats()
 		return st.Running + st.Queued
@@ -217,7 +225,7 @@ func open(ctx context.Context, opts *Options, stdio bool) (s *System, err error)
 func (s *System) openDoors(ctx context.Context) (err error) {
 	o := s.opts
 	serve := func(ctx context.Context, c engine.Caller, st *transport.RPCStream) { s.Agent.Serve(ctx, c, st) }
-	if s.Callers, err = callers.Open(&callers.Options{Dir: filepath.Join(o.Data, "acp"), Canceller: s.Engine, Logger: o.Logger,
+	if s.Callers, err = callers.Open(&callers.Options{Dir: filepath.Join(o.Data, "acp"), Canceller: s.Engine, Clock: o.Clock, Logger: o.Logger,
 		Usage: func(owner string) (int64, int, int) {
 			u, eu := s.Quota.Usage(owner), s.Engine.Usage(owner)
 			return u.Total, u.InWindow, eu.Running + eu.Queued
@@ -245,7 +253,7 @@ func (s *System) openDoors(ctx context.Context) (err error) {
 	}
 	if !o.AllowOwnUID {
 		if s.Bridge, err = bridge.Open(&bridge.Options{Dir: filepath.Join(o.Data, "desktop"), Name: o.Names.ACP(),
-			Serve: serve, Logger: o.Logger}); err != nil {
+			Serve: serve, Clock: o.Clock, Logger: o.Logger}); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/model"
 	"github.com/agentoslab/agentlab/runtime/store"
@@ -24,7 +25,7 @@ type Engine struct {
 	tools  Tools
 	models ModelSource
 	admit  Admission
-	clock  Clock
+	clock  clock.Clock
 	log    *slog.Logger
 	lim    Limits
 	base   string
@@ -135,9 +136,7 @@ func New(ctx context.Context, opts *Options) (*Engine, error) {
 	if e.admit == nil {
 		e.admit = AppPromptLimit{Max: 16000}
 	}
-	if e.clock == nil {
-		e.clock = realClock{}
-	}
+	e.clock = clock.Or(e.clock)
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}

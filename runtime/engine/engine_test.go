@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/clock/clocktest"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/engine/enginetest"
 	"github.com/agentoslab/agentlab/runtime/errcode"
@@ -638,7 +639,7 @@ func TestDisconnectDoesNotCancel(t *testing.T) {
 
 func TestExecutionTimeout(t *testing.T) {
 	t.Parallel()
-	clock := enginetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarness(t, func(o *engine.Options) { o.Clock = clock })
 	h.model.Push(enginetest.Reply{Hold: true})
 	id := h.session(desktop, nil)

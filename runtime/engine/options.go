@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/model"
 	"github.com/agentoslab/agentlab/runtime/store"
@@ -26,8 +27,10 @@ type Options struct {
 	// Admission is asked before a prompt is queued; nil means
 	// AppPromptLimit{Max: 16000}.
 	Admission Admission
-	// Clock is the time source; nil means the real clock.
-	Clock Clock
+	// Clock is the time source of timestamps and the product's timers
+	// (execution timeout, cancel waits and graces, tool preparation);
+	// nil means the real clock.
+	Clock clock.Clock
 	// Logger receives ids, codes and counts, never content; nil discards.
 	Logger *slog.Logger
 	// Limits override the spec's defaults field by field.
@@ -86,21 +89,6 @@ func (l Limits) withDefaults() Limits {
 	def(&l.ReplayTurns, 200)
 	def(&l.MaxPromptChars, 200000)
 	return l
-}
-
-// Clock is the engine's time source, replaceable in tests.
-type Clock interface {
-	Now() time.Time
-	// AfterFunc calls f in its own goroutine after d; stop cancels it and
-	// reports whether it did so before f started.
-	AfterFunc(d time.Duration, f func()) (stop func() bool)
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-func (realClock) AfterFunc(d time.Duration, f func()) func() bool {
-	return time.AfterFunc(d, f).Stop
 }
 
 // ModelSource supplies the configured model. Implementations must be safe

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/clock/clocktest"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/engine/enginetest"
 	"github.com/agentoslab/agentlab/runtime/errcode"
@@ -185,7 +186,7 @@ func TestRecoveryExpiry(t *testing.T) {
 		recent = append(recent, sid)
 	}
 	st.Close()
-	clock := enginetest.NewClock(now)
+	clock := clocktest.New(now)
 	h := &harness{t: t, path: path, tools: &enginetest.Tools{}, model: &enginetest.Model{}}
 	h.open(func(o *engine.Options) { o.Clock = clock })
 	rule := func(sid string) string {

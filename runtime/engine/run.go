@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/internal/chars"
 	"github.com/agentoslab/agentlab/runtime/model"
@@ -23,7 +24,7 @@ func (e *Engine) run(ctx context.Context, t *task) {
 	defer e.wg.Done()
 	defer t.cancel(nil)
 	stopDeadline := e.clock.AfterFunc(e.lim.ExecutionTimeout, func() { t.cancel(errExecutionTimeout) })
-	defer stopDeadline()
+	defer stopDeadline.Stop()
 
 	var out outcome
 	if err := e.move(ctx, t, moveSpec{to: store.TaskRunning, event: EvTaskStarted}); err != nil {
@@ -236,7 +237,7 @@ func uniqueCallIDs(calls []model.ToolCall, used map[string]bool) []model.ToolCal
 // prepareTools asks the tool layer for the turn's tools. A tool layer that
 // fails or is slow does not fail the task: the model runs without tools.
 func (e *Engine) prepareTools(ctx context.Context, view SessionView) ([]model.Tool, map[string]ToolDisplay, string) {
-	pctx, cancel := context.WithTimeout(ctx, e.lim.ToolPrepareTimeout)
+	pctx, cancel := clock.WithTimeout(ctx, e.clock, e.lim.ToolPrepareTimeout)
 	defer cancel()
 	defs, section, err := e.tools.ForSession(pctx, view)
 	if err != nil {
@@ -486,7 +487,7 @@ func (e *Engine) callTool(ctx context.Context, t *task, view SessionView, c mode
 			case <-grace:
 				res.err = ctx.Err()
 			}
-			stop()
+			stop.Stop()
 		}
 	}
 	dispatched := te.close()

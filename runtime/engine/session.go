@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/runtime/catalog"
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/ids"
 	"github.com/agentoslab/agentlab/runtime/store"
@@ -276,7 +277,7 @@ func (e *Engine) stopSession(ctx context.Context, row store.Session, by string) 
 	s.closing = true
 	e.mu.Unlock()
 	stopping := e.cancelSession(ctx, row.ID, by)
-	wctx, cancel := context.WithTimeout(ctx, e.lim.CancelWait)
+	wctx, cancel := clock.WithTimeout(ctx, e.clock, e.lim.CancelWait)
 	defer cancel()
 	if !e.waitTasks(wctx, stopping) {
 		e.reopen(s)

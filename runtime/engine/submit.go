@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/ids"
 	"github.com/agentoslab/agentlab/runtime/internal/chars"
@@ -253,7 +254,7 @@ func (e *Engine) CancelOwner(ctx context.Context, ownerKey, by string) ([]string
 			}
 		}
 	}
-	wctx, cancel := context.WithTimeout(ctx, e.lim.CancelWait)
+	wctx, cancel := clock.WithTimeout(ctx, e.clock, e.lim.CancelWait)
 	defer cancel()
 	if !e.waitTasks(wctx, stopping) {
 		return out, errcode.New(errcode.Busy, "Some tasks did not stop in time.")

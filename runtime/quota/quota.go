@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 )
@@ -34,13 +35,6 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Clock is the time source; engine.Clock satisfies it.
-type Clock interface{ Now() time.Time }
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
 // PromptUsage is reported once per finished admitted prompt.
 type PromptUsage struct {
 	OwnerKey string
@@ -53,8 +47,8 @@ type PromptUsage struct {
 // Options configure a Quota. The zero value works.
 type Options struct {
 	Config Config
-	// Clock is the time source; nil means the real clock.
-	Clock Clock
+	// Clock is the time of the sliding window; nil means the real clock.
+	Clock clock.Clock
 	// OnUsage, when set, is called (without locks held) once per finished
 	// admitted prompt. It must not block.
 	OnUsage func(PromptUsage)
@@ -74,7 +68,7 @@ type Usage struct {
 
 // Quota is the caller-quota Admission. Safe for concurrent use.
 type Quota struct {
-	clock   Clock
+	clock   clock.Clock
 	onUsage func(PromptUsage)
 	log     *slog.Logger
 
@@ -100,9 +94,7 @@ func New(opts *Options) *Quota {
 		o = *opts
 	}
 	q := &Quota{clock: o.Clock, onUsage: o.OnUsage, log: o.Logger, cfg: o.Config.withDefaults(), owners: map[string]*owner{}}
-	if q.clock == nil {
-		q.clock = realClock{}
-	}
+	q.clock = clock.Or(q.clock)
 	if q.onUsage == nil {
 		q.onUsage = func(PromptUsage) {}
 	}

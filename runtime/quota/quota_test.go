@@ -7,22 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/clock/clocktest"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/quota"
 )
-
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 var (
 	app     = engine.Caller{Kind: engine.CallerApp, UID: 10100, Package: "org.example.a"}
@@ -58,7 +47,7 @@ func TestRefusals(t *testing.T) {
 	const hourly = "This app has used its 30 prompts for the hour."
 	tests := []struct {
 		name    string
-		setup   func(q *quota.Quota, c *clock) // prior admissions
+		setup   func(q *quota.Quota, c *clocktest.Clock) // prior admissions
 		caller  engine.Caller
 		chars   int
 		code    errcode.Code
@@ -71,25 +60,25 @@ func TestRefusals(t *testing.T) {
 		{name: "desktop is not limited", caller: desktop, chars: 100000},
 		{name: "self is not limited", caller: self, chars: 100000},
 		{name: "second prompt while one runs", caller: app, chars: 10,
-			setup: func(q *quota.Quota, c *clock) { mustAdmit(t, q, app) },
+			setup: func(q *quota.Quota, c *clocktest.Clock) { mustAdmit(t, q, app) },
 			code:  errcode.QuotaExceeded, text: busy, details: map[string]any{"reason": "busy", "limit": 1}},
 		{name: "other app is independent", caller: other, chars: 10,
-			setup: func(q *quota.Quota, c *clock) { mustAdmit(t, q, app) }},
+			setup: func(q *quota.Quota, c *clocktest.Clock) { mustAdmit(t, q, app) }},
 		{name: "length is checked before concurrency", caller: app, chars: 20000,
-			setup: func(q *quota.Quota, c *clock) { mustAdmit(t, q, app) },
+			setup: func(q *quota.Quota, c *clocktest.Clock) { mustAdmit(t, q, app) },
 			code:  errcode.InvalidParams, text: tooLarge, details: map[string]any{"reason": "too_large", "limit": 16000}},
 		{name: "31st prompt in the hour", caller: app, chars: 10,
-			setup: func(q *quota.Quota, c *clock) { fill(t, q, c, 30, time.Minute) },
+			setup: func(q *quota.Quota, c *clocktest.Clock) { fill(t, q, c, 30, time.Minute) },
 			code:  errcode.QuotaExceeded, text: hourly,
 			// The first admission was 29 min ago: it leaves the window in 31 min.
 			details: map[string]any{"reason": "hourly", "limit": 30, "retryAfterSeconds": 1860}},
 		{name: "concurrency is checked before hourly", caller: app, chars: 10,
-			setup: func(q *quota.Quota, c *clock) { fill(t, q, c, 30, time.Minute); mustAdmit2(q, c) },
+			setup: func(q *quota.Quota, c *clocktest.Clock) { fill(t, q, c, 30, time.Minute); mustAdmit2(q, c) },
 			code:  errcode.QuotaExceeded, text: busy, details: map[string]any{"reason": "busy", "limit": 1}},
 		{name: "window slides", caller: app, chars: 10,
-			setup: func(q *quota.Quota, c *clock) { fill(t, q, c, 30, time.Minute); c.Advance(31 * time.Minute) }},
+			setup: func(q *quota.Quota, c *clocktest.Clock) { fill(t, q, c, 30, time.Minute); c.Advance(31 * time.Minute) }},
 		{name: "retry after rounds up", caller: app, chars: 10,
-			setup: func(q *quota.Quota, c *clock) {
+			setup: func(q *quota.Quota, c *clocktest.Clock) {
 				fill(t, q, c, 30, 0)
 				c.Advance(time.Hour - 1500*time.Millisecond)
 			},
@@ -98,7 +87,7 @@ func TestRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := &clock{now: time.Unix(1_700_000_000, 0)}
+			c := clocktest.New(time.Unix(1_700_000_000, 0))
 			q := quota.New(&quota.Options{Clock: c})
 			if tt.setup != nil {
 				tt.setup(q, c)
@@ -127,7 +116,7 @@ func mustAdmit(t *testing.T, q *quota.Quota, c engine.Caller) func(string) {
 
 // mustAdmit2 leaves a full window with one prompt in progress: the
 // first admission of fill leaves the window, one more takes its place.
-func mustAdmit2(q *quota.Quota, c *clock) {
+func mustAdmit2(q *quota.Quota, c *clocktest.Clock) {
 	c.Advance(31 * time.Minute)
 	if _, err := q.Admit(context.Background(), app, 1); err != nil {
 		panic(err)
@@ -135,7 +124,7 @@ func mustAdmit2(q *quota.Quota, c *clock) {
 }
 
 // fill admits and finishes n prompts, step apart, ending at "now".
-func fill(t *testing.T, q *quota.Quota, c *clock, n int, step time.Duration) {
+func fill(t *testing.T, q *quota.Quota, c *clocktest.Clock, n int, step time.Duration) {
 	t.Helper()
 	for i := 0; i < n; i++ {
 		if i > 0 {
@@ -147,7 +136,7 @@ func fill(t *testing.T, q *quota.Quota, c *clock, n int, step time.Duration) {
 
 func TestRefusedNotCountedAndUsage(t *testing.T) {
 	t.Parallel()
-	c := &clock{now: time.Unix(1_700_000_000, 0)}
+	c := clocktest.New(time.Unix(1_700_000_000, 0))
 	var mu sync.Mutex
 	var reports []quota.PromptUsage
 	q := quota.New(&quota.Options{Clock: c, OnUsage: func(u quota.PromptUsage) {

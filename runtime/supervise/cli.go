@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/agentoslab/agentlab/runtime/apps"
+	"github.com/agentoslab/agentlab/runtime/clock"
 )
 
 // Exit codes of `agentosd supervise`.
@@ -29,6 +30,10 @@ const (
 type CLI struct {
 	Stderr io.Writer
 	Kick   <-chan struct{}
+	// Clock, when set, returns the clock for the runtime data directory
+	// given (the lab's build follows serve's virtual clock there) and
+	// its stop; nil means the real clock.
+	Clock func(runtimeData string, log *slog.Logger) (c clock.Clock, stop func())
 }
 
 // Main runs `agentosd supervise [flags] [-- RUNTIME ARGV…]` until ctx
@@ -97,6 +102,11 @@ func Main(ctx context.Context, args []string, cli CLI) int {
 		out = io.MultiWriter(logw, cli.Stderr)
 	}
 	o.Logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if cli.Clock != nil {
+		c, stop := cli.Clock(Paths{Root: o.Root}.RuntimeData(), o.Logger)
+		defer stop()
+		o.Clock = c
+	}
 	s, err := New(&o)
 	if err != nil {
 		fmt.Fprintf(cli.Stderr, "agentosd supervise: %v\n", err)

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/supervise/logfile"
 )
 
@@ -47,7 +48,7 @@ func (d *deathWindow) count() int { return len(d.at) }
 type runtimeProc struct {
 	cmd     *exec.Cmd
 	pid     int
-	started time.Time
+	started time.Time     // on the supervisor's clock
 	done    chan struct{} // closed when reaped
 	copied  chan struct{} // closed when its output is drained
 }
@@ -81,7 +82,7 @@ func (s *Supervisor) loop(ctx context.Context) string {
 		rp, err := s.startRuntime(safe)
 		if err != nil {
 			s.logger.Error("supervise: runtime did not start", "err", err)
-			started = time.Now()
+			started = s.clock.Now()
 		} else {
 			started = rp.started
 			if safe {
@@ -105,7 +106,7 @@ func (s *Supervisor) loop(ctx context.Context) string {
 		}
 
 		// The runtime died.
-		now := time.Now()
+		now := s.clock.Now()
 		uptime := now.Sub(started)
 		n := deaths.add(now)
 		s.logger.Warn("supervise: runtime died", "uptime", uptime.Round(time.Millisecond).String(), "tasks", tasks, "state", hbState, "deaths", n)
@@ -161,14 +162,14 @@ func (s *Supervisor) inSafeMode() bool {
 	return err == nil
 }
 
-// pause waits d (0: until a kick) while watching the supervisor's exits.
-// It returns outDied to go on (time up or kicked).
+// pause waits d (0: until a kick) on the clock while watching the
+// supervisor's exits. It returns outDied to go on (time up or kicked).
 func (s *Supervisor) pause(ctx context.Context, d time.Duration, safe bool) outcome {
 	var timeUp <-chan time.Time
 	if d > 0 {
-		t := time.NewTimer(d)
+		var t clock.Timer
+		t, timeUp = s.clock.NewTimer(d)
 		defer t.Stop()
-		timeUp = t.C
 	}
 	// Drop a kick that arrived while the runtime ran.
 	select {
@@ -294,7 +295,7 @@ func (s *Supervisor) startRuntime(safe bool) (*runtimeProc, error) {
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
 	wr.Close()
-	rp := &runtimeProc{cmd: cmd, pid: cmd.Process.Pid, started: time.Now(), done: make(chan struct{}), copied: make(chan struct{})}
+	rp := &runtimeProc{cmd: cmd, pid: cmd.Process.Pid, started: s.clock.Now(), done: make(chan struct{}), copied: make(chan struct{})}
 	go func() {
 		defer close(rp.copied)
 		defer logw.Close()

@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/apps/launcher"
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/supervise/logfile"
 	"github.com/agentoslab/agentlab/runtime/transport"
 	"golang.org/x/sys/unix"
@@ -143,6 +144,10 @@ type Options struct {
 	// Observe, if set, is called with every status written (monitoring
 	// and tests). It must not block.
 	Observe func(Status)
+	// Clock times the restart backoff, the crash-loop window and the
+	// uptime that resets the backoff, and stamps the status; nil means
+	// the real clock. (Polls and the stop grace are wall time.)
+	Clock clock.Clock
 }
 
 // ErrAlreadyRunning means another supervisor holds the pid file.
@@ -156,6 +161,7 @@ func (e *ErrAlreadyRunning) Error() string {
 type Supervisor struct {
 	o      Options
 	t      Timing
+	clock  clock.Clock
 	paths  Paths
 	logger *slog.Logger
 	kick   chan struct{}
@@ -197,7 +203,7 @@ func New(opts *Options) (*Supervisor, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Supervisor{o: o, t: o.Timing.withDefaults(), paths: Paths{o.Root}, logger: logger, kick: make(chan struct{}, 1)}
+	s := &Supervisor{o: o, t: o.Timing.withDefaults(), clock: clock.Or(o.Clock), paths: Paths{o.Root}, logger: logger, kick: make(chan struct{}, 1)}
 	s.status.ModuleVersion, s.status.ModuleVersionCode = readModuleProp(o.ModDir)
 	return s, nil
 }
@@ -225,7 +231,7 @@ func (s *Supervisor) setStatus(state State, reason string, pid int, deaths int, 
 	s.mu.Lock()
 	st := s.status
 	if st.State != state {
-		st.Since = time.Now().UnixMilli()
+		st.Since = s.clock.Now().UnixMilli()
 	}
 	st.State, st.Reason, st.RuntimePID, st.Deaths, st.SafeMode = state, reason, pid, deaths, safe
 	st.Seq++
@@ -312,6 +318,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	inOpts.AndroidPackagesList = s.o.AndroidPackagesList
 	if inOpts.Logger == nil {
 		inOpts.Logger = s.logger
+	}
+	if inOpts.Clock == nil {
+		inOpts.Clock = s.clock
 	}
 	in, err := apps.OpenInstaller(s.paths.Apps(), &inOpts)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/agentoslab/agentlab/runtime/apps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -20,8 +19,12 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/apps/apptest"
 	"github.com/agentoslab/agentlab/runtime/apps/launcher"
+	"github.com/agentoslab/agentlab/runtime/clock/clocktest"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
 
@@ -460,6 +463,66 @@ func TestBackoffSequence(t *testing.T) {
 			t.Fatalf("death %d: %d in window, want %d", i, n, want)
 		}
 	}
+}
+
+// awaitPause waits until the supervisor waits on the clock (a restart
+// backoff is its only timer on it).
+func (h *harness) awaitPause(clk *clocktest.Clock) {
+	h.t.Helper()
+	require.Eventually(h.t, func() bool { return clk.Pending() == 1 }, 20*time.Second, time.Millisecond, "no backoff armed")
+}
+
+// The restart backoff runs on the runtime's clock: a 30 s backoff ends
+// the moment the clock passes it — not a millisecond before — however
+// little real time went by (the lab advances instead of waiting).
+func TestBackoffWaitsOnTheClock(t *testing.T) {
+	clk := clocktest.New(time.Unix(1_700_000_000, 0))
+	h := start(t, []string{"busy-die", "run"}, func(o *Options) {
+		o.Clock = clk
+		o.Timing.BackoffBase, o.Timing.BackoffMax = 30*time.Second, time.Minute
+	})
+	st := h.await("backoff", func(s Status) bool { return s.State == StateBackoff })
+	require.Equal(t, int64(30000), st.BackoffMs)
+	require.Equal(t, clk.Now().UnixMilli(), st.Since)
+	h.awaitPause(clk)
+	clk.Advance(30*time.Second - time.Millisecond)
+	require.Equal(t, 1, clk.Pending(), "the backoff ended early")
+	require.Len(t, h.starts(), 1)
+	clk.Advance(time.Millisecond)
+	h.await("ok", func(s Status) bool { return s.State == StateOK })
+	require.Len(t, h.awaitStarts(2), 2)
+}
+
+// The crash-loop window (5 deaths in 10 min) is counted on the clock:
+// deaths older than ten minutes of it no longer count, so a fifth busy
+// death after the clock moved on is a restart, not safe mode.
+func TestCrashLoopWindowOnTheClock(t *testing.T) {
+	clk := clocktest.New(time.Unix(1_700_000_000, 0))
+	h := start(t, []string{"busy-die", "busy-die", "busy-die", "busy-die", "busy-die", "run"}, func(o *Options) {
+		o.Clock = clk
+		o.Timing.BackoffBase, o.Timing.BackoffMax = time.Second, time.Minute
+	})
+	for i, d := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+		st := h.await("backoff", func(s Status) bool { return s.State == StateBackoff })
+		require.Equal(t, d.Milliseconds(), st.BackoffMs, "death %d", i+1)
+		require.Equal(t, i+1, st.Deaths)
+		h.awaitPause(clk)
+		clk.Advance(d)
+	}
+	st := h.await("fourth backoff", func(s Status) bool { return s.State == StateBackoff })
+	require.Equal(t, 4, st.Deaths)
+	h.awaitPause(clk)
+	clk.Advance(11 * time.Minute) // the window rolls past the first four deaths
+	st = h.await("fifth backoff", func(s Status) bool { return s.State == StateBackoff || s.State == StateSafeMode })
+	require.Equal(t, StateBackoff, st.State, "the old deaths still counted: %+v", st)
+	require.Equal(t, 1, st.Deaths)
+	require.False(t, st.SafeMode)
+	h.awaitPause(clk)
+	clk.Advance(time.Duration(st.BackoffMs) * time.Millisecond)
+	st = h.await("ok", func(s Status) bool { return s.State == StateOK })
+	require.False(t, st.SafeMode)
+	_, err := os.Lstat(h.sup.Paths().SafeMode())
+	require.ErrorIs(t, err, os.ErrNotExist, "safe-mode marker written")
 }
 
 func TestCrashLoopSafeMode(t *testing.T) {

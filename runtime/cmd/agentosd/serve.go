@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agentoslab/agentlab/runtime/clock/labclock"
 	"github.com/agentoslab/agentlab/runtime/daemon"
 	"github.com/agentoslab/agentlab/runtime/supervise"
 	"github.com/agentoslab/agentlab/runtime/transport"
@@ -41,10 +42,17 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	env := supervise.FromEnv(os.Getenv)
+	// One clock for every part of serve: virtual in the lab's build
+	// (ctl clock advance), the real clock in a release build.
+	clk, err := labclock.Open(*data)
+	if err != nil {
+		fmt.Fprintf(stderr, "agentosd serve: %v\n", err)
+		return 1
+	}
 	err = daemon.Serve(ctx, &daemon.Options{
 		Data: *data, Version: version, Names: transport.Names{Prefix: *prefix}, Root: env.Root, ModelKeyFile: *keyFile,
 		Tools: testTools(), ExtFlags: strings.Fields(os.Getenv(ExtFlagsEnv)), ExtStderr: stderr,
-		AllowOwnUID: *ownUID, SafeMode: env.SafeMode, Logger: log,
+		AllowOwnUID: *ownUID, SafeMode: env.SafeMode, Clock: clk.Clock(), Labclock: clk, Logger: log,
 	}, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "agentosd serve: %v\n", err)

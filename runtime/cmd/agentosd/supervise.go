@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/agentoslab/agentlab/runtime/clock"
+	"github.com/agentoslab/agentlab/runtime/clock/labclock"
 	"github.com/agentoslab/agentlab/runtime/supervise"
 )
 
@@ -31,5 +34,11 @@ func superviseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			}
 		}
 	}()
-	return supervise.Main(ctx, args, supervise.CLI{Stderr: stderr, Kick: kicks})
+	// The lab's build follows serve's virtual clock (restart backoff, the
+	// crash-loop window); a release build gets the real one.
+	follow := func(runtimeData string, log *slog.Logger) (clock.Clock, func()) {
+		f := labclock.Follow(runtimeData, log)
+		return f.Clock(), f.Close
+	}
+	return supervise.Main(ctx, args, supervise.CLI{Stderr: stderr, Kick: kicks, Clock: follow})
 }

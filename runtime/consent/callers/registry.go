@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/consent"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
@@ -66,20 +67,6 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Clock is the registry's time source; engine.Clock and
-// enginetest.Clock satisfy it.
-type Clock interface {
-	Now() time.Time
-	AfterFunc(d time.Duration, f func()) (stop func() bool)
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-func (realClock) AfterFunc(d time.Duration, f func()) func() bool {
-	return time.AfterFunc(d, f).Stop
-}
-
 // Canceller cancels an owner's tasks; *engine.Engine satisfies it.
 type Canceller interface {
 	CancelOwner(ctx context.Context, ownerKey, by string) ([]string, error)
@@ -98,7 +85,9 @@ type Options struct {
 	// Dir holds callers.json (<data>/acp).
 	Dir    string
 	Config Config
-	Clock  Clock
+	// Clock times cooldowns, the pending TTL and abandonment, and stamps
+	// decisions; nil means the real clock.
+	Clock clock.Clock
 	// Canceller cancels a revoked app's tasks; nil cancels nothing.
 	Canceller Canceller
 	// Usage reports an ownerKey's prompt and task counters for the list;
@@ -154,8 +143,8 @@ type entry struct {
 	requestID   string
 	requestedAt time.Time
 	lastTry     time.Time
-	stopTTL     func() bool // pending TTL timer
-	stopAbandon func() bool // abandon timer, re-armed on every try
+	stopTTL     clock.Timer // pending TTL timer
+	stopAbandon clock.Timer // abandon timer, re-armed on every try
 
 	channels map[*Channel]struct{}
 }
@@ -194,7 +183,7 @@ type Revocation struct {
 // Registry is the authorization registry. Safe for concurrent use.
 type Registry struct {
 	dir       string
-	clock     Clock
+	clock     clock.Clock
 	canceller Canceller
 	usage     func(string) (int64, int, int)
 	log       *slog.Logger
@@ -222,9 +211,7 @@ func Open(opts *Options) (*Registry, error) {
 		dir: opts.Dir, clock: opts.Clock, canceller: opts.Canceller, usage: opts.Usage, log: opts.Logger,
 		cfg: opts.Config.withDefaults(), entries: map[string]*entry{}, resigned: map[string]bool{}, health: "ok",
 	}
-	if r.clock == nil {
-		r.clock = realClock{}
-	}
+	r.clock = clock.Or(r.clock)
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -414,7 +401,7 @@ func (r *Registry) newPendingLocked(app App, label string, now time.Time, sigCha
 // app stops retrying.
 func (r *Registry) armAbandonLocked(e *entry) {
 	if e.stopAbandon != nil {
-		e.stopAbandon()
+		e.stopAbandon.Stop()
 	}
 	try := e.lastTry
 	e.stopAbandon = r.clock.AfterFunc(r.cfg.AbandonAfter, func() { r.abandon(e, try) })
@@ -471,11 +458,11 @@ func (r *Registry) decideLocked(e *entry, s State, now time.Time) {
 
 func (e *entry) stopTimersLocked() {
 	if e.stopTTL != nil {
-		e.stopTTL()
+		e.stopTTL.Stop()
 		e.stopTTL = nil
 	}
 	if e.stopAbandon != nil {
-		e.stopAbandon()
+		e.stopAbandon.Stop()
 		e.stopAbandon = nil
 	}
 }
@@ -572,7 +559,7 @@ func (r *Registry) Set(ctx context.Context, pkg string, s State) error {
 
 // revoke closes channels and cancels the tasks of every uid.
 func (r *Registry) revoke(ctx context.Context, pkg string, at time.Time, chs []*Channel, uids []int) {
-	start := time.Now()
+	start := time.Now() // WaitedMs measures how long stopping took: wall time
 	for _, c := range chs {
 		c.close()
 	}

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/clock/clocktest"
 	"github.com/agentoslab/agentlab/runtime/consent/callers"
-	"github.com/agentoslab/agentlab/runtime/engine/enginetest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -50,14 +50,14 @@ func (f *fakeCanceller) CancelOwner(_ context.Context, owner, by string) ([]stri
 type env struct {
 	t     *testing.T
 	dir   string
-	clock *enginetest.Clock
+	clock *clocktest.Clock
 	canc  *fakeCanceller
 	r     *callers.Registry
 }
 
 func newEnv(t *testing.T, cfg callers.Config) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), clock: enginetest.NewClock(t0), canc: &fakeCanceller{}}
+	e := &env{t: t, dir: t.TempDir(), clock: clocktest.New(t0), canc: &fakeCanceller{}}
 	e.reopen(cfg)
 	return e
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/runtime/catalog"
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/consent"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
@@ -74,6 +75,9 @@ type Options struct {
 	CallTimeout time.Duration
 	// AlwaysTimeout bounds the "always allow" write-back (5 s).
 	AlwaysTimeout time.Duration
+	// Clock times consent cards (of the coordinator the broker makes) and
+	// the extension host's restart backoff; nil means the real clock.
+	Clock clock.Clock
 	// Logger receives ids, names, codes and states, never arguments,
 	// results or prompts; nil discards.
 	Logger *slog.Logger
@@ -129,9 +133,10 @@ func New(o Options) *Broker {
 	if o.ExtStderr == nil {
 		o.ExtStderr = io.Discard
 	}
+	o.Clock = clock.Or(o.Clock)
 	c := o.Consent
 	if c == nil {
-		c = consent.NewCoordinator(&consent.CoordinatorOptions{Logger: o.Logger})
+		c = consent.NewCoordinator(&consent.CoordinatorOptions{Clock: o.Clock, Logger: o.Logger})
 	}
 	empty, _ := catalog.New(nil)
 	return &Broker{

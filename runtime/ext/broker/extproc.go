@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"syscall"
 	"time"
+
+	"github.com/agentoslab/agentlab/runtime/clock"
 )
 
 // Restart backoff of the extension host (like the supervisor's: 1, 2, 4 …
@@ -53,17 +55,17 @@ func (b *Broker) superviseExt(ctx context.Context) {
 	delay := time.Duration(0)
 	for {
 		if delay > 0 {
-			t := time.NewTimer(delay)
+			t, due := b.o.Clock.NewTimer(delay)
 			select {
 			case <-ctx.Done():
 				t.Stop()
 				return
-			case <-t.C:
+			case <-due:
 			case <-b.restartNow:
 				t.Stop()
 			}
 		}
-		start := time.Now()
+		start := b.o.Clock.Now()
 		err := b.runExt(ctx)
 		if ctx.Err() != nil {
 			return
@@ -77,7 +79,7 @@ func (b *Broker) superviseExt(ctx context.Context) {
 		switch {
 		case forced:
 			delay = 0
-		case time.Since(start) > restartReset:
+		case clock.Since(b.o.Clock, start) > restartReset:
 			delay = backoff
 		case delay == 0:
 			delay = backoff

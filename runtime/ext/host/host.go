@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/catalog"
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/consent"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
@@ -58,6 +59,9 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// ListDebounce spaces tools/list refreshes after list_changed (200 ms).
 	ListDebounce time.Duration
+	// Clock times idle releases and call timeouts; nil means the real
+	// clock.
+	Clock clock.Clock
 	// Logger receives plugin ids, states and codes, never arguments or
 	// results; nil discards.
 	Logger *slog.Logger
@@ -438,6 +442,7 @@ func (h *Host) newServer(k serverKey, p *pluginState) *provider.Server {
 		IdleTimeout:    h.o.IdleTimeout,
 		ConnectTimeout: h.o.ConnectTimeout,
 		ListDebounce:   h.o.ListDebounce,
+		Clock:          h.o.Clock,
 		Logger:         h.o.Logger,
 		OnTools:        func(tools []plugin.ToolInfo) { h.onTools(k, tools) },
 	})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/apps/launcher"
+	"github.com/agentoslab/agentlab/runtime/clock/labclock"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/ext/internal/wire"
 	"github.com/agentoslab/agentlab/runtime/internal/rpc"
@@ -209,10 +210,14 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 		return 1
 	}
 	defer table.Close()
+	// The lab's build follows serve's virtual clock; a release build
+	// gets the real one.
+	clk := labclock.Follow(*dataDir, logger)
+	defer clk.Close()
 	h, err := New(Options{
 		DataDir: *dataDir, Table: table, Names: names, Launcher: l,
 		CallTimeout: *callTimeout, IdleTimeout: *idleTimeout, ConnectTimeout: *connectTimeout,
-		Logger: logger,
+		Clock: clk.Clock(), Logger: logger,
 	})
 	if err != nil {
 		logger.Error("cannot start", "err", err)

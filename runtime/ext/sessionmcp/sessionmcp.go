@@ -29,6 +29,7 @@ import (
 
 	"github.com/agentoslab/agentlab/runtime/acp"
 	"github.com/agentoslab/agentlab/runtime/catalog"
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/platform"
@@ -64,8 +65,10 @@ type Options struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// TLS configures TLS; nil means the system's roots.
 	TLS *http.Transport
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock times the retry after a failed connect and each call's
+	// timeout; nil means the real clock. (Connecting is network I/O,
+	// bounded on the wall clock.)
+	Clock clock.Clock
 	// Logger receives server names, reasons and counts, never URLs or
 	// headers; nil discards.
 	Logger *slog.Logger
@@ -108,9 +111,7 @@ func New(o *Options) *Manager {
 	if o != nil {
 		m.o = *o
 	}
-	if m.o.Now == nil {
-		m.o.Now = time.Now
-	}
+	m.o.Clock = clock.Or(m.o.Clock)
 	if m.o.Logger == nil {
 		m.o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -291,7 +292,7 @@ func (m *Manager) httpClient(s *server) *http.Client {
 // recently.
 func (m *Manager) connect(ctx context.Context, s *server) {
 	s.mu.Lock()
-	if s.closed || (s.client != nil && !s.client.Closed()) || (!s.failedAt.IsZero() && m.o.Now().Sub(s.failedAt) < RetryAfter) {
+	if s.closed || (s.client != nil && !s.client.Closed()) || (!s.failedAt.IsZero() && m.o.Clock.Now().Sub(s.failedAt) < RetryAfter) {
 		s.mu.Unlock()
 		return
 	}
@@ -338,7 +339,7 @@ func (m *Manager) connect(ctx context.Context, s *server) {
 		return
 	}
 	if reason != "" {
-		s.client, s.tools, s.reason, s.failedAt = nil, nil, reason, m.o.Now()
+		s.client, s.tools, s.reason, s.failedAt = nil, nil, reason, m.o.Clock.Now()
 		m.o.Logger.Info("sessionmcp: server not connected", "server", cfg.Name, "reason", reason)
 		return
 	}
@@ -420,7 +421,7 @@ func (m *Manager) Call(ctx context.Context, sessionID string, id catalog.Session
 		return toolErr(errcode.ToolNotInCatalog, catalog.NotAvailable(name).Text, engine.OutcomeRejected)
 	}
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := clock.WithTimeout(ctx, m.o.Clock, timeout)
 	defer cancel()
 	res, err := c.CallTool(ctx, id.Tool, args)
 	switch {

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentoslab/agentlab/runtime/catalog"
+	"github.com/agentoslab/agentlab/runtime/clock/clocktest"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/ext/broker"
@@ -78,21 +79,13 @@ func loopback(ctx context.Context, network, addr string) (net.Conn, error) {
 	return d.DialContext(ctx, network, addr)
 }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
-func newManager(ms *mcpServer, clk *clock, dial bool) *Manager {
+func newManager(ms *mcpServer, clk *clocktest.Clock, dial bool) *Manager {
 	o := &Options{TLS: ms.Client().Transport.(*http.Transport)}
 	if dial {
 		o.Dial = loopback
 	}
 	if clk != nil {
-		o.Now = clk.Now
+		o.Clock = clk
 	}
 	return New(o)
 }
@@ -164,7 +157,7 @@ func TestConnectListCall(t *testing.T) {
 func TestUnreachableAndThrottle(t *testing.T) {
 	t.Parallel()
 	ms := newMCPServer(t, nil)
-	clk := &clock{t: time.Unix(1e9, 0)}
+	clk := clocktest.New(time.Unix(1e9, 0))
 	m := newManager(ms, clk, true)
 	// A closed port: connect_failed, the session is still made.
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
@@ -214,7 +207,7 @@ func TestUnreachableAndThrottle(t *testing.T) {
 	if tools := m4.Tools(context.Background(), "ses_f"); len(tools) != 0 || hits.Load() != before {
 		t.Fatalf("retried within 30 s: %d tools, %d hits", len(tools), hits.Load()-before)
 	}
-	clk.add(RetryAfter + time.Second)
+	clk.Advance(RetryAfter + time.Second)
 	if tools := m4.Tools(context.Background(), "ses_f"); len(tools) != 3 {
 		t.Fatalf("after 30 s: %d tools", len(tools))
 	}

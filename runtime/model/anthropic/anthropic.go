@@ -22,6 +22,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/model"
 	"github.com/agentoslab/agentlab/runtime/model/internal/httpfail"
@@ -47,6 +48,8 @@ type Options struct {
 	// TLSConfig is for endpoints behind a private CA; nil uses the
 	// system roots.
 	TLSConfig *tls.Config
+	// Clock times the retry backoff; nil means the real clock.
+	Clock clock.Clock
 }
 
 // Provider streams Messages answers. It is safe for concurrent use.
@@ -66,7 +69,7 @@ func New(cfg model.Config, opts *Options) (*Provider, error) {
 		o = *opts
 	}
 	st, err := httpfail.NewSetup("anthropic", DefaultBaseURL, cfg, httpfail.SetupOptions{
-		Logger: o.Logger, Retry: o.Retry, IdleTimeout: o.IdleTimeout, TLSConfig: o.TLSConfig})
+		Logger: o.Logger, Retry: o.Retry, IdleTimeout: o.IdleTimeout, TLSConfig: o.TLSConfig, Clock: o.Clock})
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/model"
 	"github.com/agentoslab/agentlab/runtime/model/internal/httpfail"
@@ -49,6 +50,8 @@ type Options struct {
 	// TLSConfig is for endpoints behind a private CA; nil uses the
 	// system roots.
 	TLSConfig *tls.Config
+	// Clock times the retry backoff; nil means the real clock.
+	Clock clock.Clock
 }
 
 // Provider streams Chat Completions. It is safe for concurrent use.
@@ -69,7 +72,7 @@ func New(cfg model.Config, opts *Options) (*Provider, error) {
 		o = *opts
 	}
 	st, err := httpfail.NewSetup("openai", DefaultBaseURL, cfg, httpfail.SetupOptions{
-		Logger: o.Logger, Retry: o.Retry, IdleTimeout: o.IdleTimeout, TLSConfig: o.TLSConfig})
+		Logger: o.Logger, Retry: o.Retry, IdleTimeout: o.IdleTimeout, TLSConfig: o.TLSConfig, Clock: o.Clock})
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/model"
 	"github.com/agentoslab/agentlab/runtime/model/anthropic"
@@ -41,6 +42,9 @@ type Options struct {
 	// MaxCompletionTokens makes the OpenAI provider send
 	// max_completion_tokens instead of max_tokens.
 	MaxCompletionTokens bool
+	// Clock times the HTTP providers' retry backoff; nil means the real
+	// clock.
+	Clock clock.Clock
 }
 
 // Open returns the provider cfg names. An HTTP provider without a key or
@@ -57,14 +61,14 @@ func Open(cfg model.Config, opts *Options) (model.Provider, error) {
 	// A nil *Provider must not become a non-nil model.Provider.
 	case OpenAI:
 		p, err := openai.New(cfg, &openai.Options{Logger: o.Logger, Retry: o.Retry, IdleTimeout: o.IdleTimeout,
-			TLSConfig: o.TLSConfig, MaxCompletionTokens: o.MaxCompletionTokens})
+			TLSConfig: o.TLSConfig, MaxCompletionTokens: o.MaxCompletionTokens, Clock: o.Clock})
 		if err != nil {
 			return nil, err
 		}
 		return p, nil
 	case Anthropic:
 		p, err := anthropic.New(cfg, &anthropic.Options{Logger: o.Logger, Retry: o.Retry, IdleTimeout: o.IdleTimeout,
-			TLSConfig: o.TLSConfig})
+			TLSConfig: o.TLSConfig, Clock: o.Clock})
 		if err != nil {
 			return nil, err
 		}

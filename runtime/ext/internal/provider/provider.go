@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/ext/internal/wire"
@@ -91,7 +92,11 @@ type Config struct {
 	OnTools func(tools []plugin.ToolInfo)
 	// OnState is called after the state changed. It must not block for long.
 	OnState func()
-	Logger  *slog.Logger
+	// Clock times the idle release and each call's timeout; nil means
+	// the real clock. (Connecting is process start and socket I/O,
+	// bounded on the wall clock.)
+	Clock  clock.Clock
+	Logger *slog.Logger
 }
 
 // Status is a snapshot for the owner's tools.
@@ -128,7 +133,7 @@ type Server struct {
 	connecting chan struct{}      // closed when a connect attempt ends; guarded by mu
 	releasing  chan struct{}      // closed when an idle release ends; guarded by mu
 	calls      map[*call]struct{} // in flight; guarded by mu
-	idle       *time.Timer        // guarded by mu
+	idle       clock.Timer        // guarded by mu
 	st         Status             // guarded by mu
 	closed     bool               // guarded by mu
 	queued     int                // guarded by mu
@@ -167,6 +172,7 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	s := &Server{
 		cfg:    cfg,
 		sem:    make(chan struct{}, cfg.MaxInflight),
@@ -460,7 +466,7 @@ func (s *Server) armIdleLocked() {
 		return
 	}
 	c := s.conn
-	s.idle = time.AfterFunc(s.cfg.IdleTimeout, func() { s.release(c) })
+	s.idle = s.cfg.Clock.AfterFunc(s.cfg.IdleTimeout, func() { s.release(c) })
 }
 
 // release closes an idle connection and stops the service.
@@ -503,8 +509,10 @@ func (s *Server) Call(ctx context.Context, name, tool string, args json.RawMessa
 	parent := ctx
 	ctx, cancelCause := context.WithCancelCause(ctx)
 	defer cancelCause(nil)
-	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
-	defer cancelTimeout()
+	// The timeout is the cause DeadlineExceeded, an abort errAborted, the
+	// caller's cancel the parent's end.
+	timer := s.cfg.Clock.AfterFunc(timeout, func() { cancelCause(context.DeadlineExceeded) })
+	defer timer.Stop()
 	k := &call{cancel: cancelCause}
 
 	// Queue: at most MaxInflight calls in flight per server.

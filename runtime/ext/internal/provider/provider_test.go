@@ -14,6 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentoslab/agentlab/runtime/clock/clocktest"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/ext/internal/wire"
@@ -306,21 +310,59 @@ func TestIdleRelease(t *testing.T) {
 	}
 }
 
-// Busy connections are not released.
+// Busy connections are not released, however long the call runs on the
+// clock.
 func TestNoIdleWhileBusy(t *testing.T) {
 	t.Parallel()
 	a := newApp(t)
 	l := &fakeLauncher{onStop: a.kill}
-	s := newServer(t, a, l, func(c *Config) { c.IdleTimeout = 50 * time.Millisecond })
+	clk := clocktest.New(time.Unix(1_700_000_000, 0))
+	s := newServer(t, a, l, func(c *Config) { c.IdleTimeout = 50 * time.Millisecond; c.Clock = clk })
 	done := make(chan struct{})
-	go func() { s.Call(context.Background(), "slow", "slow", nil, time.Minute); close(done) }()
+	go func() { s.Call(context.Background(), "slow", "slow", nil, 2*time.Hour); close(done) }()
 	waitFor(t, "call running", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.running == 1 })
-	time.Sleep(300 * time.Millisecond) // several idle periods
+	clk.Advance(time.Hour) // many idle periods, within the call's timeout
 	if st := s.Status(); !st.Connected || st.IdleReleases != 0 {
 		t.Fatalf("released while busy: %+v", st)
 	}
 	a.release()
 	<-done
+}
+
+// The 30 s idle release (spec §4.9) and the 120 s call timeout run on the
+// runtime's clock: neither ends a moment early, both happen as soon as
+// the clock passes them (the lab advances it instead of waiting).
+func TestIdleAndCallTimeoutOnTheClock(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	l := &fakeLauncher{onStop: a.kill}
+	clk := clocktest.New(time.Unix(1_700_000_000, 0))
+	s := newServer(t, a, l, func(c *Config) { c.Clock = clk })
+	if r := s.Call(context.Background(), "echo", "echo", json.RawMessage(`{}`), 0); r.IsError {
+		t.Fatal(r.Text)
+	}
+	require.Equal(t, 1, clk.Pending(), "idle timer not armed")
+	clk.Advance(DefaultIdleTimeout - time.Millisecond)
+	require.Equal(t, 0, s.Status().IdleReleases, "released early")
+	require.True(t, s.Status().Connected)
+	clk.Advance(time.Millisecond)
+	waitFor(t, "idle release", func() bool { return s.Status().IdleReleases == 1 && l.stops.Load() == 1 })
+
+	res := make(chan wireResult, 1)
+	go func() { res <- s.Call(context.Background(), "mcp__p__test__slow", "slow", nil, 0) }()
+	waitFor(t, "call running", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.running == 1 })
+	clk.Advance(DefaultCallTimeout - time.Millisecond)
+	select {
+	case r := <-res:
+		t.Fatalf("ended before its timeout: %+v", r)
+	default:
+	}
+	clk.Advance(time.Millisecond)
+	r := <-res
+	assert.Equal(t, string(errcode.ToolTimeout), r.Code)
+	assert.Equal(t, engine.OutcomeUnknown, r.Outcome)
+	assert.Equal(t, "[agentos:tool_timeout] Tool mcp__p__test__slow did not respond in 120000 ms.", r.Text)
+	a.release()
 }
 
 func TestAbort(t *testing.T) {

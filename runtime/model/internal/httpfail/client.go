@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/model"
 	"github.com/agentoslab/agentlab/runtime/platform"
@@ -78,6 +79,10 @@ type Client struct {
 	Logger *slog.Logger
 	// Provider names the provider in log lines.
 	Provider string
+	// Clock times the waits between attempts (the retry backoff); nil
+	// means the real clock. (Connecting, headers and a body's silence
+	// are I/O, bounded on the wall clock.)
+	Clock clock.Clock
 }
 
 // Do sends req, retrying as the policy allows.
@@ -128,12 +133,8 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 			slog.String("code", string(e.Code)),
 			slog.Int("status", f.Status),
 			slog.Duration("wait", wait))
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+		if err := clock.Sleep(ctx, clock.Or(c.Clock), wait); err != nil {
+			return nil, err
 		}
 	}
 }

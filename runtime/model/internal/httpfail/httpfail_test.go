@@ -19,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentoslab/agentlab/runtime/clock/clocktest"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/model"
 )
@@ -288,4 +291,47 @@ func FuzzRetryAfter(f *testing.F) {
 			t.Fatalf("retryAfterSeconds = %d", s)
 		}
 	})
+}
+
+// The waits between attempts (spec §3.5: 1 s doubling) run on the
+// runtime's clock: the next attempt goes out when the clock has moved by
+// the backoff, not a millisecond earlier, and not before it moved.
+func TestClientRetryWaitsOnTheClock(t *testing.T) {
+	t.Parallel()
+	attempts := make(chan int, 8)
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		k := n
+		mu.Unlock()
+		attempts <- k
+		if k < 3 {
+			w.WriteHeader(503)
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	clk := clocktest.New(time.Unix(1_700_000_000, 0))
+	c := &Client{HTTP: NewHTTPClient(time.Second, nil), Clock: clk}
+	done := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", srv.URL, bytes.NewReader([]byte(`{}`)))
+		resp, err := c.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	require.Equal(t, 1, <-attempts)
+	for i, backoff := range []time.Duration{time.Second, 2 * time.Second} {
+		require.Eventually(t, func() bool { return clk.Pending() == 1 }, 10*time.Second, time.Millisecond, "wait %d not armed", i)
+		clk.Advance(backoff - time.Millisecond)
+		require.Equal(t, 1, clk.Pending(), "attempt %d went out early", i+2)
+		clk.Advance(time.Millisecond)
+		require.Equal(t, i+2, <-attempts)
+	}
+	require.NoError(t, <-done)
 }

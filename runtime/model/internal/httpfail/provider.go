@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/model"
 )
@@ -33,6 +34,7 @@ type SetupOptions struct {
 	Retry       model.RetryPolicy
 	IdleTimeout time.Duration
 	TLSConfig   *tls.Config
+	Clock       clock.Clock
 }
 
 // NewSetup checks cfg for the provider named provider (in log lines) and
@@ -64,6 +66,7 @@ func NewSetup(provider, defaultBaseURL string, cfg model.Config, o SetupOptions)
 			IdleTimeout: o.IdleTimeout,
 			Logger:      logger,
 			Provider:    provider,
+			Clock:       o.Clock,
 		},
 	}, nil
 }
