@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentoslab/agentlab/internal/testenv"
 )
 
 // The acceptance: breaking a rule in the runtime on purpose makes
@@ -222,13 +224,9 @@ func labBinary(t *testing.T, ctx context.Context, what string) (agentlab, repo, 
 	if testing.Short() {
 		t.Skip(what + "; skipped with -short")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: virtual devices are Linux namespaces")
-	}
-	adb, err := exec.LookPath("adb")
-	if err != nil {
-		t.Skip("needs adb (Debian package adb)")
-	}
+	testenv.NeedRoot(t)
+	adb = testenv.NeedADB(t)
+	var err error
 	if repo, err = filepath.Abs(".."); err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/agentoslab/agentlab/devices/adb"
 	"github.com/agentoslab/agentlab/devices/adbserver"
 	"github.com/agentoslab/agentlab/devices/virtual"
+	"github.com/agentoslab/agentlab/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -44,12 +45,7 @@ type vdev struct {
 // a private adb server and connects it, or skips where this host cannot.
 func startVirtual(t testing.TB, root string) vdev {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("virtual devices need root (CAP_SYS_ADMIN); run the tests as root")
-	}
-	if _, err := exec.LookPath("adb"); err != nil {
-		t.Skip("adb not on PATH: install the Debian package adb")
-	}
+	testenv.NeedVirtualDevices(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	as, err := adbserver.Start(ctx, nil)

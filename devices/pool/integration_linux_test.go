@@ -5,7 +5,6 @@ package pool_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,22 +14,13 @@ import (
 	"github.com/agentoslab/agentlab/devices/adbserver"
 	"github.com/agentoslab/agentlab/devices/pool"
 	"github.com/agentoslab/agentlab/devices/virtual"
+	"github.com/agentoslab/agentlab/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
 	// This test binary is also every virtual device's init and tools.
 	virtual.Init()
 	os.Exit(m.Run())
-}
-
-func needVirtual(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("virtual devices need root (CAP_SYS_ADMIN); run the tests as root")
-	}
-	if _, err := exec.LookPath("adb"); err != nil {
-		t.Skip("adb not on PATH: install the Debian package adb")
-	}
 }
 
 // lab is adb servers with virtual devices connected to them.
@@ -43,7 +33,7 @@ type lab struct {
 // many virtual devices on each.
 func newLab(t testing.TB, perServer ...int) *lab {
 	t.Helper()
-	needVirtual(t)
+	testenv.NeedVirtualDevices(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	l := &lab{devs: map[string]*virtual.Device{}}

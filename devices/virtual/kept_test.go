@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/devices/virtual"
+	"github.com/agentoslab/agentlab/internal/testenv"
 )
 
 // TestKeptDeviceOutlivesItsBinary: a kept device whose keeper was started
@@ -22,7 +23,7 @@ import (
 // the executable, not the path that started it.
 func TestKeptDeviceOutlivesItsBinary(t *testing.T) {
 	t.Parallel()
-	needDevices(t)
+	testenv.NeedRoot(t)
 	a := newADB(t)
 	bin := filepath.Join(t.TempDir(), "agentlab")
 	copyExecutable(t, bin)

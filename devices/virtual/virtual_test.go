@@ -25,8 +25,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentoslab/agentlab/devices/virtual"
 	"github.com/electricbubble/gadb"
+
+	"github.com/agentoslab/agentlab/devices/virtual"
+	"github.com/agentoslab/agentlab/internal/testenv"
 )
 
 // TestADBShellAndProps covers what a lab does first with a phone: connect,
@@ -442,7 +444,7 @@ func TestKernelSU(t *testing.T) {
 // (Done closes) while the other three keep working.
 func TestFourDevices(t *testing.T) {
 	t.Parallel()
-	needDevices(t)
+	testenv.NeedRoot(t)
 	stateDir := t.TempDir()
 	a := newADB(t)
 	devs := make([]*virtual.Device, 4)
@@ -594,7 +596,7 @@ func TestStartWithoutRoot(t *testing.T) {
 		fmt.Println(err)
 		return
 	}
-	needDevices(t)
+	testenv.NeedRoot(t)
 	dir := t.TempDir()
 	os.Chmod(dir, 0o777)
 	os.Chmod(filepath.Dir(dir), 0o777)

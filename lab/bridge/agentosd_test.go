@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
 
@@ -55,9 +56,7 @@ type runtime struct {
 
 func startRuntime(t *testing.T) *runtime {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("desktop access admits uid 0 and 2000 only: run the tests as root")
-	}
+	testenv.NeedRoot(t)
 	bin := agentosd(t)
 	var r [4]byte
 	rand.Read(r[:])

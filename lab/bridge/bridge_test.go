@@ -11,21 +11,22 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/agentoslab/agentlab/devices/adbserver"
 	"github.com/agentoslab/agentlab/devices/virtual"
 	"github.com/agentoslab/agentlab/internal/syncbuf"
+	"github.com/agentoslab/agentlab/internal/testenv"
 	rbridge "github.com/agentoslab/agentlab/runtime/bridge"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/transport"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestMain(m *testing.M) {
@@ -400,12 +401,7 @@ func TestUsageAndState(t *testing.T) {
 // adb server: no runtime listens there (exit 5), an unknown serial is a
 // device problem (exit 4).
 func TestADB(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("virtual devices need root")
-	}
-	if _, err := exec.LookPath("adb"); err != nil {
-		t.Skip("adb not on PATH (apt-get install -y adb)")
-	}
+	testenv.NeedVirtualDevices(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	srv, err := adbserver.Start(ctx, nil)
@@ -640,12 +636,7 @@ type adbDev struct {
 
 func startADBDevice(t *testing.T, root string) *adbDev {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("virtual devices need root")
-	}
-	if _, err := exec.LookPath("adb"); err != nil {
-		t.Skip("adb not on PATH (apt-get install -y adb)")
-	}
+	testenv.NeedVirtualDevices(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	srv, err := adbserver.Start(ctx, nil)

@@ -11,10 +11,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentoslab/agentlab/lab/runner"
-	"github.com/agentoslab/agentlab/reports"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentoslab/agentlab/internal/testenv"
+	"github.com/agentoslab/agentlab/lab/runner"
+	"github.com/agentoslab/agentlab/reports"
 )
 
 // TestNoInit: the root wires an explicit list of commands; no file of the
@@ -158,9 +160,7 @@ func TestDryRun(t *testing.T) {
 
 // TestVdeviceStartJSON: vdevice start --json prints the device it started.
 func TestVdeviceStartJSON(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("virtual devices need root (CAP_SYS_ADMIN)")
-	}
+	testenv.NeedRoot(t)
 	dir := t.TempDir()
 	r := runCLI(t, "--json", "vdevice", "--state-dir", dir, "start", "--name", "jsontest")
 	require.Equal(t, 0, r.code, r.stderr)

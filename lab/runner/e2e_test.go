@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/devices/virtual"
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/lab/build"
 	"github.com/agentoslab/agentlab/reports"
 )
@@ -46,12 +47,7 @@ func TestMain(m *testing.M) {
 // virtual devices.
 func agentlab(t *testing.T) (bin, root string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("virtual devices need root (CAP_SYS_ADMIN); run the tests as root")
-	}
-	if _, err := exec.LookPath("adb"); err != nil {
-		t.Skip("adb not on PATH: apt-get install -y adb")
-	}
+	testenv.NeedVirtualDevices(t)
 	e2e.once.Do(func() {
 		e2e.root, e2e.err = build.FindRoot(".")
 		if e2e.err != nil {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/runtime/bridge"
 	"github.com/agentoslab/agentlab/runtime/clock/clocktest"
 	"github.com/agentoslab/agentlab/runtime/engine"
@@ -458,9 +459,7 @@ func TestCorruptFileMeansOff(t *testing.T) {
 }
 
 func TestOtherUIDsClosedWithoutAByte(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run a process under an app uid")
-	}
+	testenv.NeedRoot(t)
 	t.Parallel()
 	e := newEnv(t, 0)
 	e.b.Enable()

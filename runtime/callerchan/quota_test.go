@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/runtime/consent/callers"
 	"github.com/agentoslab/agentlab/runtime/quota"
 	"github.com/agentoslab/agentlab/runtime/sdk/acpclient"
@@ -78,7 +79,7 @@ func TestQuotasThroughTheChannel(t *testing.T) {
 // TestIdentityIsolation: two apps under their own uids see only their
 // own sessions.
 func TestIdentityIsolation(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t)
 	t.Parallel()
 	rt := newRuntime(t, callers.Config{})
 	a, b := notesApp(), notesApp()

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/runtime/consent"
 	"github.com/agentoslab/agentlab/runtime/consent/callers"
 	"github.com/agentoslab/agentlab/runtime/sdk/acpclient"
@@ -163,12 +163,6 @@ func done(evs []helperEvent) string {
 
 func scopeOf(refs ...acpclient.ToolRef) *[]acpclient.ToolRef { return &refs }
 
-func needRoot(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: apps run as helper processes under their own uids")
-	}
-}
-
 // backends are the runtimes the cases run against.
 var backends = []struct {
 	name string
@@ -181,7 +175,7 @@ var backends = []struct {
 // Every case runs against both backends, every named check asserted in
 // each.
 func TestThirdPartyRegression(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t)
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			t.Parallel()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/apps/apptest"
 	"github.com/agentoslab/agentlab/runtime/apps/launcher"
@@ -673,9 +674,7 @@ func TestHeartbeatReading(t *testing.T) {
 // kernel, or the defaults when none runs: the doctor's DNS and HTTPS
 // checks run as it.
 func TestRuntimeIdentity(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: starts a process under another uid")
-	}
+	testenv.NeedRoot(t)
 	root := t.TempDir()
 	def := RuntimeIdentity(root)
 	if def.Uid != DefaultRuntimeUID || def.Gid != DefaultRuntimeUID || !slices.Equal(def.Groups, []uint32{3003}) {

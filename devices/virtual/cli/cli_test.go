@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentoslab/agentlab/devices/internal/adbwire"
 	"github.com/agentoslab/agentlab/devices/virtual"
+	"github.com/agentoslab/agentlab/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -38,9 +39,7 @@ func run(t *testing.T, args ...string) (string, error) {
 // (it belongs to a keeper), answers adb, is stopped by the serial start
 // printed (as "bad name" once answered), and reset by name.
 func TestStartListStopReset(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("virtual devices need root (CAP_SYS_ADMIN)")
-	}
+	testenv.NeedRoot(t)
 	dir := t.TempDir()
 	out, err := run(t, "start", "--state-dir", dir, "--name", "cli-one", "--root-method", "kernelsu", "--prop", "debug.lab=1")
 	if err != nil {
@@ -108,9 +107,7 @@ func TestStartListStopReset(t *testing.T) {
 }
 
 func TestStartRefusesEmulatorPorts(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("virtual devices need root (CAP_SYS_ADMIN)")
-	}
+	testenv.NeedRoot(t)
 	out, err := run(t, "start", "--state-dir", t.TempDir(), "--port", "5555")
 	if err == nil || !strings.Contains(err.Error(), "emulator") {
 		t.Fatalf("start on 5555: %v %q", err, out)

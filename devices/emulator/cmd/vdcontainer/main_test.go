@@ -21,6 +21,7 @@ import (
 	"github.com/agentoslab/agentlab/devices/adb"
 	"github.com/agentoslab/agentlab/devices/adbserver"
 	"github.com/agentoslab/agentlab/devices/emulator"
+	"github.com/agentoslab/agentlab/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -115,12 +116,7 @@ func freePort(t *testing.T) int {
 // FROM scratch, host networking so adb traffic stays on loopback,
 // adopted by a private adb server; then reaps it by its run label.
 func TestVirtualDeviceContainer(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the virtual device needs root; run the tests as root")
-	}
-	if _, err := exec.LookPath("adb"); err != nil {
-		t.Skip("adb not on PATH: install the Debian package adb")
-	}
+	testenv.NeedVirtualDevices(t)
 	needDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
