@@ -322,7 +322,7 @@ func TestCancel(t *testing.T) {
 	id := c.newSession(nil)
 	// No prompt in progress: a no-op.
 	c.notify("session/cancel", map[string]any{"sessionId": id})
-	waitFor(t, func() bool { return h.a.cancels.Load() == 1 })
+	require.Eventually(t, func() bool { return h.a.cancels.Load() == 1 }, 10*time.Second, 2*time.Millisecond)
 	h.model.Push(enginetest.Reply{Events: enginetest.Text("partial").Events, Hold: true})
 	req := c.request("session/prompt", textPrompt(id, "long job"))
 	if _, _, ok := c.waitFor(func(m message) bool { return m.Method == "session/update" }, 10*time.Second); !ok {
@@ -330,7 +330,7 @@ func TestCancel(t *testing.T) {
 	}
 	queued := h.connect(desktop)
 	qreq := queued.request("session/prompt", textPrompt(id, "queued behind"))
-	waitFor(t, func() bool { return h.e.Stats().Queued == 1 })
+	require.Eventually(t, func() bool { return h.e.Stats().Queued == 1 }, 10*time.Second, 2*time.Millisecond)
 	start := time.Now()
 	c.notify("session/cancel", map[string]any{"sessionId": id})
 	m, _ := c.response(req)
@@ -368,7 +368,7 @@ func TestCancelBeforeTheTaskIsWritten(t *testing.T) {
 	req := c.request("session/prompt", textPrompt(id, "x"))
 	<-adm.entered
 	c.notify("session/cancel", map[string]any{"sessionId": id})
-	waitFor(t, func() bool { return h.a.cancels.Load() == 1 })
+	require.Eventually(t, func() bool { return h.a.cancels.Load() == 1 }, 10*time.Second, 2*time.Millisecond)
 	close(adm.release)
 	m, _ := c.response(req)
 	if !strings.Contains(string(m.Result), `"stopReason":"cancelled"`) {
@@ -406,12 +406,12 @@ func TestDisconnectKeepsTaskRunning(t *testing.T) {
 	id := c.newSession(nil)
 	h.model.Push(enginetest.Reply{Events: enginetest.Text("first half ", "second half").Events, Delay: 30 * time.Millisecond})
 	c.request("session/prompt", textPrompt(id, "x"))
-	waitFor(t, func() bool { return h.e.Stats().Running == 1 })
+	require.Eventually(t, func() bool { return h.e.Stats().Running == 1 }, 10*time.Second, 2*time.Millisecond)
 	c.conn.Close()
-	waitFor(t, func() bool {
+	require.Eventually(t, func() bool {
 		evs, _ := h.st.Events(context.Background(), id, 0, 100)
 		return len(evs) > 0 && evs[len(evs)-1].Type == engine.EvTaskCompleted
-	})
+	}, 10*time.Second, 2*time.Millisecond)
 	// A new connection loads the session and sees the whole turn.
 	d := h.connect(desktop)
 	before := d.mustCall("session/load", map[string]any{"sessionId": id, "cwd": "/work", "mcpServers": []any{}}, nil)
@@ -423,17 +423,6 @@ func TestDisconnectKeepsTaskRunning(t *testing.T) {
 	}
 	if text != "first half second half" {
 		t.Fatalf("replayed %q", text)
-	}
-}
-
-func waitFor(t testing.TB, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 
@@ -731,7 +720,7 @@ func TestActiveTaskInMarker(t *testing.T) {
 	id := c.newSession(nil)
 	h.model.Push(enginetest.Reply{Hold: true})
 	req := c.request("session/prompt", textPrompt(id, "x"))
-	waitFor(t, func() bool { return h.e.Stats().Running == 1 })
+	require.Eventually(t, func() bool { return h.e.Stats().Running == 1 }, 10*time.Second, 2*time.Millisecond)
 	d := h.connect(desktop)
 	before := d.mustCall("session/resume", map[string]any{"sessionId": id, "cwd": "/"}, nil)
 	us := updates(t, before)
@@ -759,13 +748,13 @@ func TestNoGoroutineLeaks(t *testing.T) {
 	c.mustCall("session/prompt", textPrompt(id, "x"), nil)
 	h.model.Push(enginetest.Reply{Hold: true})
 	req := c.request("session/prompt", textPrompt(id, "y"))
-	waitFor(t, func() bool { return h.e.Stats().Running == 1 })
+	require.Eventually(t, func() bool { return h.e.Stats().Running == 1 }, 10*time.Second, 2*time.Millisecond)
 	c.notify("session/cancel", map[string]any{"sessionId": id})
 	c.response(req)
 	d := h.connect(desktop)
 	h.model.Push(enginetest.Reply{Hold: true})
 	d.request("session/prompt", textPrompt(id, "z"))
-	waitFor(t, func() bool { return h.e.Stats().Running == 1 })
+	require.Eventually(t, func() bool { return h.e.Stats().Running == 1 }, 10*time.Second, 2*time.Millisecond)
 	d.conn.Close() // gone mid-turn: the task keeps running until shutdown
 	c.conn.Close()
 	h.shutdown()
