@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/electricbubble/gadb"
+	"github.com/stretchr/testify/require"
 
 	"github.com/agentoslab/agentlab/devices/virtual"
 	"github.com/agentoslab/agentlab/internal/testenv"
@@ -204,7 +205,7 @@ func TestForwardAndReverse(t *testing.T) {
 	// A server inside the device, started with a shell command.
 	a.mustShell(d, "vdevtool serve localabstract:lab-echo >/dev/null 2>&1 &")
 	var port string
-	waitFor(t, "forward", 10*time.Second, func() bool {
+	require.Eventually(t, func() bool {
 		out, code := a.run("-s", d.Serial(), "forward", "tcp:0", "localabstract:lab-echo")
 		port = strings.TrimSpace(out)
 		if code != 0 {
@@ -227,7 +228,7 @@ func TestForwardAndReverse(t *testing.T) {
 			t.Fatalf("through the forward: %q %q; want uid=2000 (adbd's identity) and the echo", l1, l2)
 		}
 		return true
-	})
+	}, 10*time.Second, 20*time.Millisecond, "waiting for forward")
 	if out := a.must("forward", "--list"); !strings.Contains(out, "tcp:"+port+" localabstract:lab-echo") {
 		t.Errorf("forward --list: %q", out)
 	}
@@ -380,11 +381,11 @@ func TestRebootModuleAndPersistence(t *testing.T) {
 	}
 	// service.sh is late start, not waited for: poll for its marker.
 	var marker string
-	waitFor(t, "service.sh marker", 10*time.Second, func() bool {
+	require.Eventually(t, func() bool {
 		out, code := a.shell(d, "cat /data/local/tmp/labmod.service")
 		marker = out
 		return code == 0
-	})
+	}, 10*time.Second, 20*time.Millisecond, "waiting for service.sh marker")
 	if want := "service 0 /data/adb/modules/labmod"; !strings.HasPrefix(marker, want) {
 		t.Errorf("service.sh marker %q, want prefix %q", marker, want)
 	}

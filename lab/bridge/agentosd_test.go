@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/runtime/transport"
+	"github.com/stretchr/testify/require"
 )
 
 // agentosdBin is agentosd built once for this test binary.
@@ -83,10 +84,10 @@ func startRuntime(t *testing.T) *runtime {
 			t.Logf("serve.log:\n%s", b)
 		}
 	})
-	waitFor(t, "agentosd serve to answer ctl status", func() bool {
+	require.Eventually(t, func() bool {
 		_, err := rt.ctl(t, "status")
 		return err == nil
-	})
+	}, 5*time.Second, 5*time.Millisecond, "waiting for agentosd serve to answer ctl status")
 	return rt
 }
 

@@ -157,7 +157,7 @@ func TestPairThenBridge(t *testing.T) {
 	}()
 	pw.Write([]byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/new\",\"params\":{}}\n"))
 	want := `{"id":1,"jsonrpc":"2.0","result":{"echo":"initialize"}}` + "\n" + `{"id":2,"jsonrpc":"2.0","result":{"echo":"session/new"}}` + "\n"
-	waitFor(t, "both answers", func() bool { return len(out.String()) >= len(want) })
+	require.Eventually(t, func() bool { return len(out.String()) >= len(want) }, 5*time.Second, 5*time.Millisecond, "waiting for both answers")
 	pw.Close() // stdin ends: exit 0
 	if err := <-done; ExitCode(err) != ExitOK {
 		t.Fatalf("bridge: %v", err)
@@ -261,7 +261,7 @@ func TestPhoneCloses(t *testing.T) {
 		done <- run{err: Run(context.Background(), o)}
 	}()
 	pw.Write([]byte(`{"jsonrpc":"2.0","id":7,"method":"ping","params":{}}` + "\n"))
-	waitFor(t, "the echo", func() bool { return strings.Contains(out.String(), `"echo":"ping"`) })
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), `"echo":"ping"`) }, 5*time.Second, 5*time.Millisecond, "waiting for the echo")
 	st, _ := LoadState(state)
 	p.b.Revoke(st.Devices["unix:"+p.name].PairingID)
 	r := <-done
@@ -271,16 +271,6 @@ func TestPhoneCloses(t *testing.T) {
 	// Run closed stdin on return.
 	if _, err := pw.Write([]byte("x")); err == nil {
 		t.Error("stdin still open after Run returned")
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -560,7 +550,7 @@ func TestBridgeLeavesOutStdioServers(t *testing.T) {
 	}()
 	pw.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[` + stdioServer + `,` + httpServer + `]}}` + "\n" +
 		`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}` + "\n"))
-	waitFor(t, "both answers", func() bool { return strings.Count(out.String(), "\n") >= 5 })
+	require.Eventually(t, func() bool { return strings.Count(out.String(), "\n") >= 5 }, 5*time.Second, 5*time.Millisecond, "waiting for both answers")
 	pw.Close()
 	require.NoError(t, <-done)
 	lines := strings.SplitAfter(out.String(), "\n")
