@@ -664,55 +664,6 @@ func TestNewSessionValidation(t *testing.T) {
 	}
 }
 
-func TestAutoSelect(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, harnessOpts{})
-	c := h.connect(desktop)
-	c.mustCall("initialize", map[string]any{"protocolVersion": 1,
-		"_meta": map[string]any{"org.agentos": map[string]any{"extensions": []string{"sessionAutoSelect"}}}}, nil)
-	sel := func(query string, scope []any) (string, map[string]any) {
-		meta := map[string]any{"autoSelect": map[string]any{"query": query}}
-		if scope != nil {
-			meta["toolScope"] = scope
-		}
-		var res struct {
-			SessionID string `json:"sessionId"`
-		}
-		before := c.mustCall("session/new", map[string]any{"cwd": "/", "_meta": map[string]any{"org.agentos": meta}}, &res)
-		us := updates(t, before)
-		if len(us) != 1 {
-			t.Fatalf("updates %v", kinds(us))
-		}
-		s := us[0].Update.Meta["org.agentos"].(map[string]any)["selection"].(map[string]any)
-		if s["sessionId"] != res.SessionID {
-			t.Fatalf("selection %v for %s", s, res.SessionID)
-		}
-		return res.SessionID, s
-	}
-	first, s := sel("plan my holiday in Rome", nil)
-	if s["created"] != true || s["method"] != "no_candidates" {
-		t.Fatalf("first %v", s)
-	}
-	h.model.Push(enginetest.Text("ok"))
-	c.mustCall("session/prompt", textPrompt(first, "Holiday plans for Rome"), nil)
-	again, s := sel("more about rome please", nil)
-	if again != first || s["created"] != false || s["method"] != "jev" {
-		t.Fatalf("matching title %v", s)
-	}
-	other, s := sel("tax return", nil)
-	if other == first || s["created"] != true || s["method"] != "jev" {
-		t.Fatalf("no shared word %v", s)
-	}
-	scoped, s := sel("rome", []any{map[string]any{"plugin": "test", "tool": "echo"}})
-	if scoped == first || s["method"] != "no_candidates" {
-		t.Fatalf("different scope %v", s)
-	}
-	m, _ := c.call("session/new", map[string]any{"cwd": "/", "_meta": map[string]any{"org.agentos": map[string]any{"autoSelect": map[string]any{"query": "  "}}}})
-	if m.Error == nil || m.Error.Code != -32602 {
-		t.Fatalf("blank query %+v", m.Error)
-	}
-}
-
 func TestActiveTaskInMarker(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpts{})
