@@ -131,13 +131,25 @@ func (k *killer) serial() string {
 // runs it from elsewhere) and returns its exit code and output.
 func runLab(t *testing.T, bin, root string, timeout time.Duration, args ...string) (int, string, string) {
 	t.Helper()
+	// Stop agentlab before the test binary's own deadline, so a hang ends
+	// with agentlab's goroutine dump (SIGQUIT) in the failure, not with
+	// the test binary killed and nothing to read.
+	if dl, ok := t.Deadline(); ok && time.Until(dl)-30*time.Second < timeout {
+		timeout = time.Until(dl) - 30*time.Second
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	cmd.WaitDelay = 10 * time.Second
 	cmd.Dir = root
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("agentlab %s did not finish within %s; its output and goroutines:\n%s\n%s",
+			strings.Join(args, " "), timeout.Round(time.Second), stdout.String(), stderr.String())
+	}
 	code := 0
 	var ee *exec.ExitError
 	switch {
