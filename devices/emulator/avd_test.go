@@ -105,7 +105,8 @@ func appearWhenStarted(t *testing.T, s sdk, srv *adbtest.Server, d *adbtest.Devi
 	t.Cleanup(func() { <-done })
 	go func() {
 		defer close(done)
-		if assert.Eventually(t, func() bool { return s.read("emulator.args") != "" }, 10*time.Second, 20*time.Millisecond, "the emulator never started") {
+		started := func() bool { return s.read("emulator.args") != "" }
+		if assert.Eventually(t, started, 10*time.Second, 20*time.Millisecond, "the emulator never started") {
 			srv.AddDevice(d)
 		}
 	}()

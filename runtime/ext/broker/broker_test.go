@@ -160,7 +160,8 @@ func call(t *testing.T, b *broker.Broker, ctx context.Context, s engine.SessionV
 func answer(t *testing.T, b *broker.Broker, choice consent.Choice, wantOptions ...consent.Choice) {
 	t.Helper()
 	var p []consent.View
-	if !assert.Eventually(t, func() bool { p = b.Consent().Pending(); return len(p) > 0 }, 20*time.Second, 5*time.Millisecond, "no consent card") {
+	carded := func() bool { p = b.Consent().Pending(); return len(p) > 0 }
+	if !assert.Eventually(t, carded, 20*time.Second, 5*time.Millisecond, "no consent card") {
 		return
 	}
 	var got []consent.Choice

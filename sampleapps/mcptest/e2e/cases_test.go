@@ -417,7 +417,9 @@ func caseUIDCheck(t *testing.T, s *stack) {
 	if err := sq.Start(); err != nil {
 		t.Fatal(err)
 	}
-	listening := assert.Eventually(t, func() bool { return strings.Contains(out.String(), "listening") }, 10*time.Second, 50*time.Millisecond)
+	listening := assert.Eventually(t, func() bool {
+		return strings.Contains(out.String(), "listening")
+	}, 10*time.Second, 50*time.Millisecond)
 	r = s.extCall(echo, `{"text":"to a squatter"}`)
 	sq.Process.Signal(syscall.SIGTERM)
 	sq.Wait()
@@ -434,7 +436,9 @@ func caseTimeout(t *testing.T, s *stack) {
 	c.add("outcomeUnknown", r.Outcome == "unknown", r)
 	c.add("toolTimeout", r.Code == string(errcode.ToolTimeout) && strings.Contains(r.Text, "did not respond in 1500 ms"), r.Text)
 	c.add("elapsed", r.ElapsedMs >= 1400 && r.ElapsedMs <= 4000, r.ElapsedMs)
-	c.add("exactlyOnce", assert.Eventually(t, func() bool { return s.stats().Calls == before.Calls+1 }, 10*time.Second, 50*time.Millisecond))
+	c.add("exactlyOnce", assert.Eventually(t, func() bool {
+		return s.stats().Calls == before.Calls+1
+	}, 10*time.Second, 50*time.Millisecond))
 }
 
 func caseCancel(t *testing.T, s *stack) {
@@ -445,7 +449,10 @@ func caseCancel(t *testing.T, s *stack) {
 	c.add("detailsCancelled", r.Details["cancelled"] == true, r.Details)
 	c.add("elapsed", r.ElapsedMs >= 900 && r.ElapsedMs <= 4000, r.ElapsedMs)
 	var after mcptest.Stats
-	saw := assert.Eventually(t, func() bool { after = s.stats(); return after.Cancelled == before.Cancelled+1 }, 10*time.Second, 50*time.Millisecond)
+	saw := assert.Eventually(t, func() bool {
+		after = s.stats()
+		return after.Cancelled == before.Cancelled+1
+	}, 10*time.Second, 50*time.Millisecond)
 	c.add("pluginSawCancel", saw && after.PID == before.PID, before, after)
 	c.add("exactlyOnce", after.Calls == before.Calls+1, before, after)
 }
@@ -596,7 +603,9 @@ func caseExtDeath(t *testing.T, s *stack) {
 	}, 30*time.Second, 50*time.Millisecond)
 	c.add("killedAndRestarted", k.Killed && back, st0, st)
 	c.add("agentSawDisconnectReconnect", st.LinkDrops > st0.LinkDrops && st.LinkConnects > st0.LinkConnects, st0, st)
-	c.add("catalogBackSameNames", assert.Eventually(t, func() bool { return slices.Equal(pluginNames(s), names) }, 20*time.Second, 50*time.Millisecond), pluginNames(s))
+	c.add("catalogBackSameNames", assert.Eventually(t, func() bool {
+		return slices.Equal(pluginNames(s), names)
+	}, 20*time.Second, 50*time.Millisecond), pluginNames(s))
 	c.add("callWorks", s.extCall(echo, `{"text":"after"}`).Outcome == "completed")
 }
 
@@ -604,7 +613,10 @@ func (s *stack) restartExt() {
 	s.t.Helper()
 	st0 := s.extStatus()
 	s.mustCall("ext.restart", nil, nil)
-	require.Eventually(s.t, func() bool { st := s.extStatus(); return st.Connected && st.LinkConnects > st0.LinkConnects }, 30*time.Second, 50*time.Millisecond, "the extension host did not come back")
+	require.Eventually(s.t, func() bool {
+		st := s.extStatus()
+		return st.Connected && st.LinkConnects > st0.LinkConnects
+	}, 30*time.Second, 50*time.Millisecond, "the extension host did not come back")
 }
 
 func caseKnownTools(t *testing.T, s *stack) {

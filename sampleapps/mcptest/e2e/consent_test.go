@@ -35,7 +35,10 @@ func TestOnlyTheOwnerAnswersConsent(t *testing.T) {
 		done <- s.prompt("steps:\n  - toolCalls:\n      - mcp: [mcptest, test, echo]\n        arguments: {text: approve me}\nfinal: done\n")
 	}()
 	var cards []consent.View
-	require.Eventually(t, func() bool { s.mustCall("consent.pending", nil, &cards); return len(cards) == 1 }, 30*time.Second, 50*time.Millisecond, "no consent card")
+	require.Eventually(t, func() bool {
+		s.mustCall("consent.pending", nil, &cards)
+		return len(cards) == 1
+	}, 30*time.Second, 50*time.Millisecond, "no consent card")
 	id := cards[0].RequestID
 	app := s.appInfo().UID
 	respond := fmt.Sprintf(`{"id":1,"method":"consent.respond","params":{"id":%q,"choice":"ALLOW_ONCE"}}`, id)
