@@ -220,6 +220,7 @@ func TestPendingTTLCountsAsDenial(t *testing.T) {
 		}
 	}
 	e.clock.Advance(time.Second)
+	// Polled: the fake clock runs due timers in goroutines.
 	require.Eventually(t, func() bool {
 		it, _ := e.item(notes.Package)
 		return it.State == callers.StateDenied
