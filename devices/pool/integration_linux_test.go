@@ -15,6 +15,8 @@ import (
 	"github.com/agentoslab/agentlab/devices/pool"
 	"github.com/agentoslab/agentlab/devices/virtual"
 	"github.com/agentoslab/agentlab/internal/testenv"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestMain(m *testing.M) {
@@ -75,17 +77,14 @@ func (l *lab) sources() []pool.Source {
 
 func waitState(t *testing.T, p *pool.Pool, serial string, want pool.State, d time.Duration) pool.Status {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for wait := 20 * time.Millisecond; ; wait = min(wait*2, 250*time.Millisecond) {
-		s, err := p.Device(serial)
-		if err == nil && s.State == want {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: state %s (%s), want %s", serial, s.State, s.Reason, want)
-		}
-		time.Sleep(wait)
-	}
+	var s pool.Status
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got, err := p.Device(serial)
+		require.NoError(c, err)
+		require.Equal(c, want, got.State, "%s: state %s (%s)", serial, got.State, got.Reason)
+		s = got
+	}, d, 50*time.Millisecond)
+	return s
 }
 
 // TestFourVirtualDevices: four devices on two adb servers are leased at

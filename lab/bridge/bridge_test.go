@@ -157,7 +157,9 @@ func TestPairThenBridge(t *testing.T) {
 	}()
 	pw.Write([]byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/new\",\"params\":{}}\n"))
 	want := `{"id":1,"jsonrpc":"2.0","result":{"echo":"initialize"}}` + "\n" + `{"id":2,"jsonrpc":"2.0","result":{"echo":"session/new"}}` + "\n"
-	require.Eventually(t, func() bool { return len(out.String()) >= len(want) }, 5*time.Second, 5*time.Millisecond, "waiting for both answers")
+	require.Eventually(t, func() bool {
+		return len(out.String()) >= len(want)
+	}, 5*time.Second, 5*time.Millisecond, "waiting for both answers")
 	pw.Close() // stdin ends: exit 0
 	if err := <-done; ExitCode(err) != ExitOK {
 		t.Fatalf("bridge: %v", err)
@@ -261,7 +263,9 @@ func TestPhoneCloses(t *testing.T) {
 		done <- run{err: Run(context.Background(), o)}
 	}()
 	pw.Write([]byte(`{"jsonrpc":"2.0","id":7,"method":"ping","params":{}}` + "\n"))
-	require.Eventually(t, func() bool { return strings.Contains(out.String(), `"echo":"ping"`) }, 5*time.Second, 5*time.Millisecond, "waiting for the echo")
+	require.Eventually(t, func() bool {
+		return strings.Contains(out.String(), `"echo":"ping"`)
+	}, 5*time.Second, 5*time.Millisecond, "waiting for the echo")
 	st, _ := LoadState(state)
 	p.b.Revoke(st.Devices["unix:"+p.name].PairingID)
 	r := <-done
@@ -550,7 +554,9 @@ func TestBridgeLeavesOutStdioServers(t *testing.T) {
 	}()
 	pw.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[` + stdioServer + `,` + httpServer + `]}}` + "\n" +
 		`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}` + "\n"))
-	require.Eventually(t, func() bool { return strings.Count(out.String(), "\n") >= 5 }, 5*time.Second, 5*time.Millisecond, "waiting for both answers")
+	require.Eventually(t, func() bool {
+		return strings.Count(out.String(), "\n") >= 5
+	}, 5*time.Second, 5*time.Millisecond, "waiting for both answers")
 	pw.Close()
 	require.NoError(t, <-done)
 	lines := strings.SplitAfter(out.String(), "\n")

@@ -91,7 +91,9 @@ func BenchmarkRevokeCancelsTasks(b *testing.B) {
 			}
 			close(ended)
 		}()
-		require.Eventually(b, func() bool { return rt.eng.Usage(owner).Running == 1 }, 5*time.Second, 5*time.Millisecond, "task not running")
+		require.Eventually(b, func() bool {
+			return rt.eng.Usage(owner).Running == 1
+		}, 5*time.Second, 5*time.Millisecond, "task not running")
 		start := time.Now()
 		if err := rt.reg.Set(ctx, a.Package, callers.StateDenied); err != nil {
 			b.Fatal(err)

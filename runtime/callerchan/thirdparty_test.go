@@ -229,7 +229,11 @@ var caseFuncs = map[string]func(t *testing.T, c *checks, open opener){
 		go func() { res <- h.do(map[string]any{"op": "connect", "maxWaitMs": 20000}) }()
 		start := time.Now()
 		var id string
-		require.Eventually(t, func() bool { it, _ := rt.snapshot().item(a.Package); id = it.RequestID; return id != "" }, 10*time.Second, 5*time.Millisecond)
+		require.Eventually(t, func() bool {
+			it, _ := rt.snapshot().item(a.Package)
+			id = it.RequestID
+			return id != ""
+		}, 10*time.Second, 5*time.Millisecond)
 		// Let the app wait for two retries, as a user would take a moment.
 		time.Sleep(time.Until(start.Add(2200 * time.Millisecond)))
 		ok := rt.answer(id, true)
@@ -307,7 +311,11 @@ var caseFuncs = map[string]func(t *testing.T, c *checks, open opener){
 		res := make(chan helperReply, 1)
 		go func() { res <- h.do(map[string]any{"op": "connect", "maxWaitMs": 20000}) }()
 		var id string
-		require.Eventually(t, func() bool { it, _ := rt.snapshot().item(a.Package); id = it.RequestID; return id != "" }, 10*time.Second, 5*time.Millisecond)
+		require.Eventually(t, func() bool {
+			it, _ := rt.snapshot().item(a.Package)
+			id = it.RequestID
+			return id != ""
+		}, 10*time.Second, 5*time.Millisecond)
 		ok := rt.answer(id, false)
 		deniedAt := time.Now()
 		c.check("denyAccepted", ok)
@@ -388,7 +396,9 @@ var caseFuncs = map[string]func(t *testing.T, c *checks, open opener){
 		require.Eventually(t, func() bool { return active() == 1 }, 5*time.Second, 5*time.Millisecond)
 		r := h.do(map[string]any{"op": "disconnect"})
 		c.check("detached", r.Err == nil)
-		c.check("noChannelLeft", assert.Eventually(t, func() bool { return rt.snapshot().Channels.Open == 0 }, 5*time.Second, 5*time.Millisecond))
+		c.check("noChannelLeft", assert.Eventually(t, func() bool {
+			return rt.snapshot().Channels.Open == 0
+		}, 5*time.Second, 5*time.Millisecond))
 		c.check("taskOutlivedItsChannel", active() == 1)
 		start := time.Now()
 		err := rt.set(a.Package, callers.StateDenied)

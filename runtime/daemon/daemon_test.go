@@ -93,20 +93,10 @@ func TestHeartbeat(t *testing.T) {
 	clk := clocktest.New(time.UnixMilli(1_700_000_000_000))
 	h := newHeartbeat(data, time.Hour, clk)
 	path := filepath.Join(data, "heartbeat")
-	if err := h.set(stateStarting, 0); err != nil {
-		t.Fatal(err)
-	}
-	read := func() *supervise.Heartbeat {
-		t.Helper()
-		hb, err := supervise.ReadHeartbeat(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return hb
-	}
-	if hb := read(); hb.State != "starting" || hb.PID != os.Getpid() || hb.Tasks != 0 || hb.At != 1_700_000_000_000 {
-		t.Fatalf("starting: %+v", hb)
-	}
+	require.NoError(t, h.set(stateStarting, 0))
+	hb, err := supervise.ReadHeartbeat(path)
+	require.NoError(t, err)
+	assert.Equal(t, supervise.Heartbeat{PID: os.Getpid(), At: 1_700_000_000_000, State: "starting"}, *hb)
 	tasks := make(chan int, 1)
 	tasks <- 2
 	n := 0
@@ -132,9 +122,9 @@ func TestHeartbeat(t *testing.T) {
 	require.EventuallyWithT(t, reads("idle", 0), 10*time.Second, 2*time.Millisecond)
 	h.close()
 	h.set(stateStopping, 0)
-	if hb := read(); hb.State != "stopping" {
-		t.Fatalf("stopping: %+v", hb)
-	}
+	hb, err = supervise.ReadHeartbeat(path)
+	require.NoError(t, err)
+	assert.Equal(t, "stopping", hb.State)
 }
 
 // TestStdioAnswersAfterInputEnds runs Stdio in-process over pipes: the

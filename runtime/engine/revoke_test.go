@@ -139,7 +139,9 @@ func TestClearedKeyLeavesOtherEndsAlone(t *testing.T) {
 		h := newHarness(t, func(o *engine.Options) { o.Models = lm })
 		id := h.session(desktop, nil)
 		turn := h.submit(desktop, id, "x")
-		require.Eventually(t, func() bool { return len(find(h.events(id), engine.EvMessageDelta)) > 0 }, 10*time.Second, 2*time.Millisecond, "waiting for the turn to stream")
+		require.Eventually(t, func() bool {
+			return len(find(h.events(id), engine.EvMessageDelta)) > 0
+		}, 10*time.Second, 2*time.Millisecond, "waiting for the turn to stream")
 		h.e.CancelSession(context.Background(), id, "client")
 		lm.clear()
 		if stop, err := wait(t, turn); stop != engine.StopCancelled || err != nil {

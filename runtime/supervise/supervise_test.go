@@ -231,17 +231,10 @@ func (h *harness) await(what string, ok func(Status) bool) Status {
 // them.
 func (h *harness) awaitStarts(n int) []string {
 	h.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		s := h.starts()
-		if len(s) >= n {
-			return s
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("%d starts recorded, want %d", len(s), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var s []string
+	require.Eventually(h.t, func() bool { s = h.starts(); return len(s) >= n }, 20*time.Second, 5*time.Millisecond,
+		"never %d starts recorded", n)
+	return s
 }
 
 func (h *harness) starts() []string {

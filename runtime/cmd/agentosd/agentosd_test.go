@@ -17,6 +17,7 @@ import (
 	"github.com/agentoslab/agentlab/internal/syncbuf"
 	"github.com/agentoslab/agentlab/runtime/store"
 	"github.com/agentoslab/agentlab/runtime/transport"
+	"github.com/stretchr/testify/require"
 )
 
 func sessionOf(m msg) string {
@@ -254,17 +255,13 @@ func TestServeAdmission(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	name := transport.Names{Prefix: prefix}.ACP()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if c, err := transport.Dial(context.Background(), name); err == nil {
+	require.Eventually(t, func() bool {
+		c, err := transport.Dial(context.Background(), name)
+		if err == nil {
 			c.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not listen: %s", stderr)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return err == nil
+	}, 20*time.Second, 5*time.Millisecond, "serve did not listen: %s", stderr)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			probe := exec.Command(exe)

@@ -220,7 +220,11 @@ func TestPendingTTLCountsAsDenial(t *testing.T) {
 		}
 	}
 	e.clock.Advance(time.Second)
-	require.Eventually(t, func() bool { it, _ := e.item(notes.Package); return it.State == callers.StateDenied }, 5*time.Second, time.Millisecond, "waiting for denial")
+	// Polled: the fake clock runs due timers in goroutines.
+	require.Eventually(t, func() bool {
+		it, _ := e.item(notes.Package)
+		return it.State == callers.StateDenied
+	}, 5*time.Second, time.Millisecond, "waiting for denial")
 	if _, ref := e.open(notes); ref.Reason != callers.ReasonDenied {
 		t.Fatalf("after ttl: %v", ref)
 	}
@@ -242,7 +246,10 @@ func TestAbandon(t *testing.T) {
 			t.Fatal("withdrawn while the app still retried")
 		}
 		e.clock.Advance(time.Second)
-		require.Eventually(t, func() bool { _, ok := e.item(notes.Package); return !ok }, 5*time.Second, time.Millisecond, "waiting for withdrawal")
+		require.Eventually(t, func() bool {
+			_, ok := e.item(notes.Package)
+			return !ok
+		}, 5*time.Second, time.Millisecond, "waiting for withdrawal")
 		_, next := e.open(notes)
 		if next.Reason != callers.ReasonPending || next.RequestID == first.RequestID {
 			t.Fatalf("after withdrawal: %+v", next)
@@ -257,7 +264,10 @@ func TestAbandon(t *testing.T) {
 			e.open(notes)
 		}
 		e.clock.Advance(5 * time.Second)
-		require.Eventually(t, func() bool { it, _ := e.item(notes.Package); return it.State == callers.StateDenied }, 5*time.Second, time.Millisecond, "waiting for denial")
+		require.Eventually(t, func() bool {
+			it, _ := e.item(notes.Package)
+			return it.State == callers.StateDenied
+		}, 5*time.Second, time.Millisecond, "waiting for denial")
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
+	"github.com/stretchr/testify/require"
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
 
@@ -182,16 +183,7 @@ func TestVirtualDeviceContainer(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("Reap = %d, %v", n, err)
 	}
-	waitGone := time.Now().Add(30 * time.Second)
-	for {
-		_, err := c.Device.Shell(ctx, "true")
-		if errors.Is(err, devices.ErrDeviceGone) {
-			break
-		}
-		if time.Now().After(waitGone) {
-			t.Fatalf("device still answers after its container was reaped: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	require.Eventually(t, func() bool { _, err := c.Device.Shell(ctx, "true"); return errors.Is(err, devices.ErrDeviceGone) },
+		30*time.Second, 200*time.Millisecond, "device still answers after its container was reaped")
 	srv.Disconnect(ctx, c.Serial)
 }

@@ -191,7 +191,9 @@ func TestTimeoutAndCancel(t *testing.T) {
 	if d := time.Since(start); d < 300*time.Millisecond || d > 5*time.Second {
 		t.Fatalf("timeout after %v", d)
 	}
-	require.Eventually(t, func() bool { return a.cancels.Load() == 1 }, 10*time.Second, 5*time.Millisecond, "provider saw the timeout's cancel")
+	require.Eventually(t, func() bool {
+		return a.cancels.Load() == 1
+	}, 10*time.Second, 5*time.Millisecond, "provider saw the timeout's cancel")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
@@ -248,7 +250,11 @@ func TestProviderDeath(t *testing.T) {
 	s := newServer(t, a, l, nil)
 	done := make(chan struct{})
 	go func() { s.Call(context.Background(), "slow", "slow", nil, time.Minute); close(done) }()
-	require.Eventually(t, func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.running == 1 }, 10*time.Second, 5*time.Millisecond, "call running")
+	require.Eventually(t, func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.running == 1
+	}, 10*time.Second, 5*time.Millisecond, "call running")
 	a.kill()
 	<-done
 	if st := s.Status(); st.Deaths != 1 || st.Connected {
@@ -273,7 +279,11 @@ func TestProviderDeathResult(t *testing.T) {
 		got.code, got.outcome = r.Code, r.Outcome
 		close(done)
 	}()
-	require.Eventually(t, func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.running == 1 }, 10*time.Second, 5*time.Millisecond, "call running")
+	require.Eventually(t, func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.running == 1
+	}, 10*time.Second, 5*time.Millisecond, "call running")
 	start := time.Now()
 	a.kill()
 	<-done
@@ -290,7 +300,9 @@ func TestIdleRelease(t *testing.T) {
 	if r := s.Call(context.Background(), "echo", "echo", json.RawMessage(`{}`), time.Minute); r.IsError {
 		t.Fatal(r.Text)
 	}
-	require.Eventually(t, func() bool { return s.Status().IdleReleases == 1 && l.stops.Load() == 1 }, 10*time.Second, 5*time.Millisecond, "idle release")
+	require.Eventually(t, func() bool {
+		return s.Status().IdleReleases == 1 && l.stops.Load() == 1
+	}, 10*time.Second, 5*time.Millisecond, "idle release")
 	if st := s.Status(); st.Connected || st.State != StateIdle || st.Deaths != 0 {
 		t.Fatalf("after idle: %+v", st)
 	}
@@ -309,7 +321,11 @@ func TestNoIdleWhileBusy(t *testing.T) {
 	s := newServer(t, a, l, func(c *Config) { c.IdleTimeout = 50 * time.Millisecond; c.Clock = clk })
 	done := make(chan struct{})
 	go func() { s.Call(context.Background(), "slow", "slow", nil, 2*time.Hour); close(done) }()
-	require.Eventually(t, func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.running == 1 }, 10*time.Second, 5*time.Millisecond, "call running")
+	require.Eventually(t, func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.running == 1
+	}, 10*time.Second, 5*time.Millisecond, "call running")
 	clk.Advance(time.Hour) // many idle periods, within the call's timeout
 	if st := s.Status(); !st.Connected || st.IdleReleases != 0 {
 		t.Fatalf("released while busy: %+v", st)
@@ -335,11 +351,17 @@ func TestIdleAndCallTimeoutOnTheClock(t *testing.T) {
 	require.Equal(t, 0, s.Status().IdleReleases, "released early")
 	require.True(t, s.Status().Connected)
 	clk.Advance(time.Millisecond)
-	require.Eventually(t, func() bool { return s.Status().IdleReleases == 1 && l.stops.Load() == 1 }, 10*time.Second, 5*time.Millisecond, "idle release")
+	require.Eventually(t, func() bool {
+		return s.Status().IdleReleases == 1 && l.stops.Load() == 1
+	}, 10*time.Second, 5*time.Millisecond, "idle release")
 
 	res := make(chan wireResult, 1)
 	go func() { res <- s.Call(context.Background(), "mcp__p__test__slow", "slow", nil, 0) }()
-	require.Eventually(t, func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.running == 1 }, 10*time.Second, 5*time.Millisecond, "call running")
+	require.Eventually(t, func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.running == 1
+	}, 10*time.Second, 5*time.Millisecond, "call running")
 	clk.Advance(DefaultCallTimeout - time.Millisecond)
 	select {
 	case r := <-res:
@@ -360,7 +382,11 @@ func TestAbort(t *testing.T) {
 	s := newServer(t, a, &fakeLauncher{}, nil)
 	results := make(chan wireResult, 1)
 	go func() { results <- s.Call(context.Background(), "slow", "slow", nil, time.Minute) }()
-	require.Eventually(t, func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.running == 1 }, 10*time.Second, 5*time.Millisecond, "call running")
+	require.Eventually(t, func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.running == 1
+	}, 10*time.Second, 5*time.Millisecond, "call running")
 	s.Abort("the plugin was turned off")
 	if r := <-results; r.Code != string(errcode.ToolResultUnknown) || r.Details["reason"] != "the plugin was turned off" {
 		t.Fatalf("abort: %+v", r)
