@@ -77,7 +77,7 @@ func TestStartListStopReset(t *testing.T) {
 	if infos[0].State != "running" || infos[0].Serial != serial || keeper <= 0 || keeper == os.Getpid() {
 		t.Fatalf("listed %+v", infos[0])
 	}
-	if out, _ := run(t, "list", "--state-dir", dir); !regexp.MustCompile(`cli-one\s+` + regexp.QuoteMeta(serial) + `\s+running\s+\d+`).MatchString(out) {
+	if out, _ := run(t, "list", "--state-dir", dir); !regexp.MustCompile(`cli-one[\s│]+` + regexp.QuoteMeta(serial) + `[\s│]+running[\s│]+\d+`).MatchString(out) {
 		t.Errorf("list table: %q", out)
 	}
 	if _, err := run(t, "reset", "--state-dir", dir, "cli-one"); err == nil {
@@ -92,7 +92,7 @@ func TestStartListStopReset(t *testing.T) {
 		syscall.Wait4(keeper, &ws, 0, nil)
 	}
 	out, _ = run(t, "list", "--state-dir", dir)
-	if !regexp.MustCompile(`cli-one\s+-\s+stopped`).MatchString(out) {
+	if !regexp.MustCompile(`cli-one[\s│]+-[\s│]+stopped`).MatchString(out) {
 		t.Errorf("after stop: %q", out)
 	}
 	if out, err := run(t, "reset", "--state-dir", dir, "cli-one"); err != nil || !strings.Contains(out, "cli-one reset") {
