@@ -80,8 +80,9 @@ type Env struct {
 	// Logger gets step progress (kinds, durations, outcomes; never
 	// prompts, arguments or results). Nil discards.
 	Logger *slog.Logger
-	// Timer lets the time of timed waits (wait: {for: D}) pass; nil is
-	// RealTime.
+	// Timer lets the time of timed waits (wait: {for: D}) pass; nil
+	// advances the runtime's virtual clock when it has one and really
+	// waits when it has not.
 	Timer Timer
 }
 
@@ -122,7 +123,7 @@ type StepRecord struct {
 	End    time.Time `json:"end"`
 	Error  string    `json:"error,omitempty"`
 	Output string    `json:"save,omitempty"`
-	// Detail is the step's own evidence ("waited 2s of real time").
+	// Detail is the step's own evidence ("advanced virtual time 5m0s").
 	Detail string `json:"detail,omitempty"`
 }
 
