@@ -79,8 +79,8 @@ type rig struct {
 func newRig(t *testing.T, srv *sdk.Server, o Options, callerPerms ...string) *rig {
 	r := &rig{t: t, names: names(t), srv: srv}
 	r.tab = &table{pkgs: map[string]apps.Package{
-		calleePkg: {Name: calleePkg, UID: os.Getuid(), Label: "Callee", Services: []apps.Service{{Name: "Svc", Kind: apps.ServiceKindACI, Server: server}}},
-		callerPkg: {Name: callerPkg, UID: 10555, Permissions: callerPerms},
+		calleePkg:              {Name: calleePkg, UID: os.Getuid(), Label: "Callee", Services: []apps.Service{{Name: "Svc", Kind: apps.ServiceKindACI, Server: server}}},
+		callerPkg:              {Name: callerPkg, UID: 10555, Permissions: callerPerms},
 		"org.agentos.test.mcp": {Name: "org.agentos.test.mcp", UID: 10556, Services: []apps.Service{{Name: "M", Kind: apps.ServiceKindMCP, Server: "m"}}},
 	}}
 	r.callerOK = engine.Caller{Kind: engine.CallerApp, UID: 10555, Package: callerPkg}
@@ -258,7 +258,7 @@ func TestTheFiveLayers(t *testing.T) {
 		return nil, nil
 	}
 	srv.MustAdd(sdk.NewCapability("private", "Only some callers.").Handle(handler))
-	srv.MustAdd(sdk.NewCapability("sms", "Send an SMS.").Permission(calleePkg+".permission.SMS").Handle(handler))
+	srv.MustAdd(sdk.NewCapability("sms", "Send an SMS.").Permission(calleePkg + ".permission.SMS").Handle(handler))
 	srv.MustAdd(sdk.NewCapability("wipe", "Delete everything.").Flags(sdk.FlagDangerous).Handle(handler))
 
 	tests := []struct {
