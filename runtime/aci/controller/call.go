@@ -240,3 +240,12 @@ func RenderResult(b wire.Bundle) string {
 	}
 	return string(raw)
 }
+
+// CallACI is Call as the broker's seam (broker.ACITools) calls it.
+func (c *Controller) CallACI(ctx context.Context, id catalog.ACIToolID, args json.RawMessage, caller engine.Caller, confirmed bool, progress func(percent int, message string)) engine.ToolResult {
+	req := CallRequest{ID: id, Arguments: args, Caller: caller, Confirmed: confirmed}
+	if progress != nil {
+		req.Progress = func(p wire.Progress) { progress(p.Percent, p.Message) }
+	}
+	return c.Call(ctx, req)
+}
