@@ -65,9 +65,14 @@ func (c *Controller) callerPackage(caller engine.Caller) (*apps.Package, error) 
 // Call runs one call through the five layers and returns what the model
 // is told. It never returns an error: failures are results with IsError.
 func (c *Controller) Call(ctx context.Context, req CallRequest) engine.ToolResult {
+	return c.audited(ctx, req, nil)
+}
+
+// audited is Call, also handing out the raw result.
+func (c *Controller) audited(ctx context.Context, req CallRequest, out *wire.Bundle) engine.ToolResult {
 	start := c.o.Clock.Now()
 	rec := AuditEntry{Capability: req.ID.String(), Caller: callerName(req.Caller)}
-	r, layer, code, outcome := c.call(ctx, req)
+	r, layer, code, outcome := c.call(ctx, req, out)
 	rec.Outcome, rec.Layer, rec.Code = outcome, layer, int(code)
 	rec.At = start.UnixMilli()
 	rec.DurationMs = clock.Since(c.o.Clock, start).Milliseconds()
@@ -91,7 +96,9 @@ func refuse(c errcode.Code, sentence, outcome string) engine.ToolResult {
 	return engine.ToolResult{Code: string(c), IsError: true, Outcome: outcome, Text: errcode.ToolText(c, sentence)}
 }
 
-func (c *Controller) call(ctx context.Context, req CallRequest) (engine.ToolResult, int, wire.Code, string) {
+// call runs the layers and the call; out, when not nil, receives the
+// result as the callee sent it.
+func (c *Controller) call(ctx context.Context, req CallRequest, out *wire.Bundle) (engine.ToolResult, int, wire.Code, string) {
 	s, cp, ok := c.capability(req.ID)
 	if !ok {
 		return refuse(errcode.ToolUnavailable, "The app no longer offers "+req.ID.Capability+".", engine.OutcomeNotDispatched), 0, wire.CapabilityNotFound, outcomeUnavailable
@@ -164,6 +171,9 @@ func (c *Controller) call(ctx context.Context, req CallRequest) (engine.ToolResu
 		}
 		return engine.ToolResult{Code: string(e.Code.Tool()), IsError: true, Outcome: engine.OutcomeCompleted,
 			Text: errcode.ToolText(e.Code.Tool(), failureText(cp.ID, e))}, layer, e.Code, outcome
+	}
+	if out != nil {
+		*out = resp.Result
 	}
 	return engine.ToolResult{Text: RenderResult(resp.Result), Outcome: engine.OutcomeCompleted}, 0, wire.OK, outcomeOK
 }

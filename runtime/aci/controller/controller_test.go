@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentoslab/agentlab/runtime/aci/sdui"
 	"github.com/agentoslab/agentlab/runtime/aci/wire"
 	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/apps/launcher"
@@ -471,4 +472,43 @@ func TestProtocolWithoutCommonVersionIsNotOffered(t *testing.T) {
 	require.Len(t, views, 1)
 	assert.Contains(t, views[0].Error, "no protocol version in common")
 	assert.Empty(t, r.ctl.Entries())
+}
+
+func TestConsole(t *testing.T) {
+	var mu sync.Mutex
+	note := ""
+	srv := sdk.NewServer(server, runtimeOpts())
+	srv.MustAdd(sdk.NewCapability(ConsoleUI, "The console.").Result("snapshot", sdk.TypeString, "").Result("title", sdk.TypeString, "").
+		Handle(func(context.Context, *sdk.Call) (sdk.Bundle, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			s := `{"title":"Notes","components":[{"type":"text","text":"note: ` + note + `"},` +
+				`{"type":"input","key":"note","label":"Note","action":"save"},{"type":"gauge"}]}`
+			return sdk.Bundle{"snapshot": sdk.String(s), "title": sdk.String("Notes")}, nil
+		}))
+	srv.MustAdd(sdk.NewCapability(ConsoleAction, "Apply an action.").Param("action", sdk.TypeString, sdk.Required, "").Param("payload", sdk.TypeString, false, "").
+		Result("ok", sdk.TypeBoolean, "").Result("action", sdk.TypeString, "").
+		Handle(func(_ context.Context, c *sdk.Call) (sdk.Bundle, error) {
+			// A backend reading the input's own key (the browser's way).
+			v, ok := sdui.Value(c.String("payload"), "note")
+			mu.Lock()
+			note = v
+			mu.Unlock()
+			return sdk.Bundle{"ok": sdk.Bool(ok), "action": sdk.String(c.String("action"))}, nil
+		}))
+	r := newRig(t, srv, Options{})
+	r.start()
+	r.ctl.Discover(context.Background(), "")
+
+	p, err := consoleParams([]string{calleePkg, "save", "note=hello"}, nil)
+	require.NoError(t, err)
+	v, err := r.ctl.Console(context.Background(), p.(ConsoleParams))
+	require.NoError(t, err)
+	assert.Equal(t, true, v.Action["ok"])
+	raw, _ := json.Marshal(v)
+	var b strings.Builder
+	require.NoError(t, printConsole(&b, raw))
+	assert.Contains(t, b.String(), "note: hello", "the input's text reached the backend")
+	assert.Contains(t, b.String(), "[未知组件: gauge]", "unknown components are shown as such")
+	assert.Len(t, r.ctl.Audit(0), 2, "both console calls are audited")
 }
