@@ -58,7 +58,7 @@ func (t *table) ByName(n string) (apps.Package, bool) {
 
 var seq atomic.Int64
 
-func names(t *testing.T) transport.Names {
+func names(t testing.TB) transport.Names {
 	if !transport.AbstractSupported() {
 		t.Skip("needs abstract unix sockets (Linux)")
 	}
@@ -68,7 +68,7 @@ func names(t *testing.T) transport.Names {
 // rig is a callee package served in this process (its uid is ours) and
 // a caller app.
 type rig struct {
-	t        *testing.T
+	t        testing.TB
 	names    transport.Names
 	tab      *table
 	srv      *sdk.Server
@@ -77,7 +77,7 @@ type rig struct {
 	callerOK engine.Caller
 }
 
-func newRig(t *testing.T, srv *sdk.Server, o Options, callerPerms ...string) *rig {
+func newRig(t testing.TB, srv *sdk.Server, o Options, callerPerms ...string) *rig {
 	r := &rig{t: t, names: names(t), srv: srv}
 	r.tab = &table{pkgs: map[string]apps.Package{
 		calleePkg:              {Name: calleePkg, UID: os.Getuid(), Label: "Callee", Services: []apps.Service{{Name: "Svc", Kind: apps.ServiceKindACI, Server: server}}},
