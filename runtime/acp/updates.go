@@ -126,6 +126,22 @@ func (m *mapper) mapEvent(ev store.Event) []sdk.SessionUpdate {
 		var b engine.ToolRefBody
 		json.Unmarshal(ev.Body, &b)
 		return []sdk.SessionUpdate{sdk.UpdateToolCall(sdk.ToolCallId(b.ToolCallID), sdk.WithUpdateStatus(sdk.ToolCallStatusInProgress))}
+	case engine.EvToolProgress:
+		// An ACI callAsync's progress: the call is still running, and its
+		// content says how far it is (replaced by the result at the end).
+		var b engine.ToolProgressBody
+		json.Unmarshal(ev.Body, &b)
+		if b.ToolCallID == "" {
+			return nil
+		}
+		text := fmt.Sprintf("%d%%", b.Percent)
+		if b.Message != "" {
+			text += " " + chars.Cut(b.Message, maxToolResultChars)
+		}
+		u := sdk.UpdateToolCall(sdk.ToolCallId(b.ToolCallID), sdk.WithUpdateStatus(sdk.ToolCallStatusInProgress),
+			sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(text))}))
+		u.ToolCallUpdate.Meta = map[string]any{metaKey: map[string]any{"progress": b.Percent}}
+		return []sdk.SessionUpdate{u}
 	case engine.EvToolResult:
 		var b engine.ToolResultBody
 		json.Unmarshal(ev.Body, &b)

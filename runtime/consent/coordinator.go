@@ -175,8 +175,10 @@ type Request struct {
 	// Source is set for plugin tools, SessionServer for session tools.
 	Source        *catalog.ToolID
 	SessionServer string
-	Arguments     json.RawMessage
-	Risk          catalog.Risk
+	// ACIApp is set for ACI capabilities (the app's label or package).
+	ACIApp    string
+	Arguments json.RawMessage
+	Risk      catalog.Risk
 	// Options are the choices offered (Options()); empty means
 	// [ALLOW_ONCE, DENY].
 	Options []Choice
@@ -362,7 +364,7 @@ func (c *Coordinator) enqueue(r Request) (*pendingReq, Outcome, bool) {
 	p := &pendingReq{req: r, created: now, timeout: timeout, done: make(chan struct{})}
 	p.card = BuildCard(CardRequest{
 		RequestID: r.ID, SessionID: r.SessionID, TaskID: r.TaskID, Caller: r.Caller,
-		ToolName: r.ToolName, ToolTitle: r.ToolTitle, Source: r.Source, SessionServer: r.SessionServer,
+		ToolName: r.ToolName, ToolTitle: r.ToolTitle, Source: r.Source, SessionServer: r.SessionServer, ACIApp: r.ACIApp,
 		Arguments: r.Arguments, Risk: r.Risk, Options: r.Options, CreatedAt: now, Timeout: timeout,
 	})
 	c.pending = append(c.pending, p)

@@ -502,3 +502,84 @@ func TestSessionServerTools(t *testing.T) {
 		t.Fatal("session servers not forgotten")
 	}
 }
+
+// fakeACI is one app with a plain and a dangerous capability.
+type fakeACI struct {
+	mu        sync.Mutex
+	confirmed []bool
+}
+
+func (f *fakeACI) Version() uint64 { return 1 }
+
+func (f *fakeACI) Entries() []catalog.Entry {
+	entry := func(capability string, risk catalog.Risk) catalog.Entry {
+		return catalog.Entry{Kind: catalog.KindACI, ACI: catalog.ACIToolID{Package: "org.example.callee", Service: "svc", Capability: capability},
+			InputSchema: json.RawMessage(`{"type":"object"}`), Risk: risk, Enabled: true, Approval: catalog.ApprovalAsk}
+	}
+	return []catalog.Entry{entry("look", catalog.RiskWrite), entry("wipe", catalog.RiskHigh)}
+}
+
+func (f *fakeACI) CallACI(_ context.Context, id catalog.ACIToolID, _ json.RawMessage, c engine.Caller, confirmed bool, progress func(int, string)) engine.ToolResult {
+	f.mu.Lock()
+	f.confirmed = append(f.confirmed, confirmed)
+	f.mu.Unlock()
+	progress(50, "half")
+	return engine.ToolResult{Text: id.Capability + " for " + c.Package, Outcome: engine.OutcomeCompleted}
+}
+
+// ACI capabilities go through the same flow as plugin tools: scope and
+// mode by name, consent (a HIGH one asked every time, and only an answer
+// counts as the owner's confirmation), progress written as tool.progress.
+func TestACICapabilities(t *testing.T) {
+	fa := &fakeACI{}
+	_, b := setup(t, exttest.Options{ACI: fa})
+	ctx := context.Background()
+	const look, wipe = "aci__org_example_callee__svc__look", "aci__org_example_callee__svc__wipe"
+	tools, _, _ := b.ForSession(ctx, session("ses_a"))
+	var names []string
+	for _, tl := range tools {
+		names = append(names, tl.Name)
+	}
+	if !slices.Contains(names, look) || !slices.Contains(names, wipe) || !slices.Contains(names, echo) {
+		t.Fatalf("tools %v", names)
+	}
+	scoped := session("ses_a")
+	scoped.Scope = []engine.ToolScopeEntry{{Plugin: "org.example.callee", Tool: "look"}}
+	if r, _ := call(t, b, ctx, scoped, wipe, `{}`); r.Code != string(errcode.ToolNotInCatalog) {
+		t.Fatalf("out of scope: %+v", r)
+	}
+	ro := session("ses_a")
+	ro.Mode = "read_only"
+	if r, _ := call(t, b, ctx, ro, look, `{}`); r.Code != string(errcode.ToolNotInCatalog) {
+		t.Fatalf("read_only: %+v", r)
+	}
+
+	go answer(t, b, consent.AllowForSession)
+	r, ev := call(t, b, ctx, session("ses_a"), look, `{}`)
+	if r.Text != "look for "+app.Package || !slices.Equal(ev.types(), []string{"consent.requested", "consent.resolved", "tool.dispatched", "tool.progress"}) {
+		t.Fatalf("look: %+v %v", r, ev.evs)
+	}
+	if !ev.has(`"percent":50`) {
+		t.Fatalf("progress: %v", ev.evs)
+	}
+	// Remembered for the session: runs without a card, and without the
+	// owner's confirmation.
+	if r, ev := call(t, b, ctx, session("ses_a"), look, `{}`); r.IsError || !ev.has(`"reason":"remembered"`) {
+		t.Fatalf("remembered: %+v %v", r, ev.evs)
+	}
+	for i := 0; i < 2; i++ {
+		go answer(t, b, consent.AllowOnce, consent.AllowOnce, consent.Deny)
+		if r, _ := call(t, b, ctx, session("ses_a"), wipe, `{}`); r.IsError {
+			t.Fatalf("wipe %d: %+v", i, r)
+		}
+	}
+	go answer(t, b, consent.Deny)
+	if r, _ := call(t, b, ctx, session("ses_a"), wipe, `{}`); r.Code != string(errcode.ToolDenied) {
+		t.Fatalf("denied wipe: %+v", r)
+	}
+	fa.mu.Lock()
+	defer fa.mu.Unlock()
+	if !slices.Equal(fa.confirmed, []bool{true, false, true, true}) {
+		t.Fatalf("confirmed %v", fa.confirmed)
+	}
+}
