@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentoslab/agentlab/runtime/faults"
 )
 
 const tag = "agentos_faultinject"
@@ -182,6 +184,19 @@ func TestFaultsDocumented(t *testing.T) {
 	for _, f := range Faults {
 		if !regexp.MustCompile(`(?m)^//\t` + f + ` +\S`).Match(src) {
 			t.Errorf("fault %s is not described in the package documentation", f)
+		}
+	}
+}
+
+// The public catalog (runtime/faults, what the lab reads) lists exactly
+// these faults, in this order, each with a promise and a guard.
+func TestCatalogMatches(t *testing.T) {
+	if got := faults.Names(); !slices.Equal(got, Faults) {
+		t.Errorf("runtime/faults lists %v, want %v", got, Faults)
+	}
+	for _, f := range faults.All {
+		if f.Promise == "" || len(f.Guards) == 0 {
+			t.Errorf("fault %s has no promise or no guarding scenario", f.Name)
 		}
 	}
 }
