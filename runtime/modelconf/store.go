@@ -231,7 +231,7 @@ func (s *Store) Set(cfg model.Config, key *string) error {
 	s.apply(cfg)
 	s.log.Info("modelconf: model set", "provider", cfg.Provider, "keySet", cfg.Key != "")
 	if faultinject.Enabled && faultinject.Active(faultinject.ModelKeyLogged) {
-		s.log.Info("modelconf: model key", "key", cfg.Key) // injected fault
+		s.log.Warn("modelconf: model key", "key", cfg.Key) // injected fault
 	}
 	return nil
 }
