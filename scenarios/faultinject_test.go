@@ -66,8 +66,9 @@ var pinned = map[string][]string{
 // survivors are faults no scenario can catch yet, each with why. The test
 // fails when one of them is caught, so the list only shrinks.
 var survivors = map[string]string{
-	"provider_peer_uid_unchecked": "catching it needs a stranger serving the plugin's socket name before the runtime dials it; " +
-		"the test caller cannot listen on a socket",
+	"provider_peer_uid_unchecked": "the launcher refuses to start a service whose socket a stranger holds (socket_taken) " +
+		"before the runtime dials it, so no scenario reaches the runtime's own check; its unit test in " +
+		"runtime/ext/internal/provider proves the fault",
 }
 
 func TestKillMatrix(t *testing.T) {

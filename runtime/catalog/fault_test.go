@@ -3,6 +3,8 @@ package catalog
 import (
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 )
 
@@ -13,14 +15,8 @@ func TestFaultLoopback(t *testing.T) {
 		t.Skip("needs the fault-injection build")
 	}
 	t.Setenv(faultinject.Env, "")
-	if CheckServerURL("https://127.0.0.1/mcp") == nil {
-		t.Fatal("loopback admitted without the fault")
-	}
+	require.Error(t, CheckServerURL("https://127.0.0.1/mcp"), "loopback admitted without the fault")
 	t.Setenv(faultinject.Env, faultinject.SessionMCPLoopback)
-	if err := CheckServerURL("https://127.0.0.1/mcp"); err != nil {
-		t.Fatalf("with the fault loopback is still refused: %v", err)
-	}
-	if CheckServerURL("https://10.0.0.1/mcp") == nil {
-		t.Fatal("the fault admits private addresses too; it must break loopback only")
-	}
+	require.NoError(t, CheckServerURL("https://127.0.0.1/mcp"), "with the fault loopback is still refused")
+	require.Error(t, CheckServerURL("https://10.0.0.1/mcp"), "the fault admits private addresses too; it must break loopback only")
 }

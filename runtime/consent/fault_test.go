@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/agentoslab/agentlab/runtime/catalog"
 	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 )
@@ -26,13 +28,9 @@ func TestFaults(t *testing.T) {
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			t.Setenv(faultinject.Env, "")
-			if tc.broken() {
-				t.Fatal("the rule is broken without the fault")
-			}
+			require.False(t, tc.broken(), "the rule is broken without the fault")
 			t.Setenv(faultinject.Env, tc.fault)
-			if !tc.broken() {
-				t.Fatal("the fault does not break the rule")
-			}
+			require.True(t, tc.broken(), "the fault does not break the rule")
 		})
 	}
 }

@@ -3,6 +3,8 @@ package skills
 import (
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 )
 
@@ -13,14 +15,8 @@ func TestFaultDotDot(t *testing.T) {
 		t.Skip("needs the fault-injection build")
 	}
 	t.Setenv(faultinject.Env, "")
-	if CheckPath("../broken/SKILL.md") == nil {
-		t.Fatal(`".." passes without the fault`)
-	}
+	require.Error(t, CheckPath("../broken/SKILL.md"), `".." passes without the fault`)
 	t.Setenv(faultinject.Env, faultinject.ReadSkillDotDot)
-	if err := CheckPath("../broken/SKILL.md"); err != nil {
-		t.Fatalf(`with the fault ".." is still refused: %v`, err)
-	}
-	if CheckPath("./SKILL.md") == nil {
-		t.Fatal(`the fault lets "." through too; it must break ".." only`)
-	}
+	require.NoError(t, CheckPath("../broken/SKILL.md"), `with the fault ".." is still refused`)
+	require.Error(t, CheckPath("./SKILL.md"), `the fault lets "." through too; it must break ".." only`)
 }
