@@ -57,7 +57,7 @@ var All = []Fault{
 		[]string{"quota/busy"}},
 	{"plugins_enabled_by_default", "a newly discovered plugin starts off",
 		[]string{"ext/lifecycle"}},
-	{"oversize_closes_channel", "an oversize outgoing message is answered locally; the connection stays",
+	{"oversize_closes_channel", "a long tool call is shown truncated and an oversize message answered locally: the connection stays (§4.2)",
 		[]string{"security/oversize-stays-open"}},
 	{"revoke_leaves_connected", "revoking a caller app closes its channels (§5.6)",
 		[]string{"third-party/revoke-closes"}},

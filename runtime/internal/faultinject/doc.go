@@ -40,7 +40,8 @@
 //	signature_keeps_grant        an app updated by another signer keeps its grant
 //	busy_quota_ignored           an app may run prompts concurrently past its busy limit
 //	plugins_enabled_by_default   a newly discovered plugin starts enabled
-//	oversize_closes_channel      an oversize outgoing message ends the connection instead of being answered locally
+//	oversize_closes_channel      a tool_call update goes out whole (no rawInput marker) and an oversize
+//	                             outgoing message ends the connection instead of being answered locally
 //	revoke_leaves_connected      revoking a caller app leaves its channels open
 package faultinject
 
