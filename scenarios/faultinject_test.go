@@ -61,6 +61,10 @@ var pinned = map[string][]string{
 	"read_skill_dotdot":          {"security/read-skill-traversal: dotDotRefused"},
 	"session_mcp_loopback":       {"third-party/sessions: mcpLoopbackRejected"},
 	"model_key_logged":           {"security/model-key-not-logged: keyNotInRuntimeLog"},
+	"oversize_closes_channel":    {"security/oversize-stays-open: endTurn", "security/oversize-stays-open: nextPromptServed"},
+	"consent_timeout_allows":     {"fault/consent-timeout-short: deniedByTimeout"},
+	"high_offers_always_allow":   {"consent/sample-apps: highOnlyOnceDeny"},
+	"unoffered_answer_allows":    {"consent/surface: notOfferedIsDeny"},
 }
 
 // survivors are faults no scenario can catch yet, each with why. The test
