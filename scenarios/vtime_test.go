@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/reports"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -64,9 +66,12 @@ func TestTimedWaitVirtualAndRelease(t *testing.T) {
 			cmd.Dir = repo
 			b, err := cmd.CombinedOutput()
 			require.NoError(t, err, "agentlab run\n%s", tailLines(string(b), 40))
-			res, err := readResults(filepath.Join(out, "results.json"))
+			run, err := reports.Load(filepath.Join(out, "results.json"))
 			require.NoError(t, err)
-			require.Equal(t, "pass", res["lab/timed-wait"].Verdict, "failed checks %v\n%s", res["lab/timed-wait"].Failed, tailLines(string(b), 40))
+			require.Len(t, run.Scenarios, 1)
+			sc := run.Scenarios[0]
+			require.Equal(t, "lab/timed-wait", sc.Name)
+			require.Equal(t, reports.Verdict("pass"), sc.Verdict, "%s", tailLines(string(b), 40))
 
 			// The step's own record: how long it took in the lab's time.
 			step := waitStep(t, out)

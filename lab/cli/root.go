@@ -270,6 +270,7 @@ func newRoot(a *app) *cobra.Command {
 		newCompletionCmd(a),
 		newDevicesCmd(a),
 		newDoctorCmd(a),
+		newMutateCmd(a),
 		newProvisionCmd(a),
 		newReportCmd(a),
 		newRunCmd(a),

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -10,6 +11,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/internal/chars"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 )
 
 // initializeResponse is spec §2.3's answer, field for field. It is
@@ -59,6 +61,13 @@ func (cn *conn) initialize(_ context.Context, p params) (any, error) {
 		return nil, err
 	}
 	exts := parseExtensions(meta)
+	if faultinject.Enabled && faultinject.Active(faultinject.SpoofedCallerName) && cn.caller.Kind == engine.CallerApp {
+		// injected fault: the claimed clientInfo name becomes the package
+		var ci struct{ Name string }
+		if json.Unmarshal(p["clientInfo"], &ci) == nil && ci.Name != "" {
+			cn.caller.Package, cn.caller.Label = ci.Name, ci.Name
+		}
+	}
 	cn.mu.Lock()
 	cn.extensions = exts
 	cn.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/internal/chars"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 	"github.com/agentoslab/agentlab/runtime/store"
 )
 
@@ -281,7 +282,7 @@ func displayInput(args json.RawMessage) any {
 	// Measured as the notification will carry it: encoding/json escapes
 	// <, > and & six-fold, so the stored text's length is not enough.
 	enc, _ := json.Marshal(input)
-	if n := chars.Len(string(enc)); n > MaxRawInputChars {
+	if n := chars.Len(string(enc)); n > MaxRawInputChars && !(faultinject.Enabled && faultinject.Active(faultinject.OversizeClosesChannel)) {
 		return map[string]any{
 			RawInputTruncated: map[string]any{"originalChars": n, "limit": MaxRawInputChars},
 			"preview":         chars.Cut(string(args), rawInputPreviewChars),

@@ -12,6 +12,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/ids"
 	"github.com/agentoslab/agentlab/runtime/internal/chars"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 )
 
 // Coordinator limits (spec §4.6).
@@ -373,6 +374,9 @@ func (c *Coordinator) enqueue(r Request) (*pendingReq, Outcome, bool) {
 	auto := mode != AutoOff && mode != ""
 	if !auto {
 		p.timer = c.o.Clock.AfterFunc(timeout, func() {
+			if faultinject.Enabled && faultinject.Active(faultinject.ConsentTimeoutAllows) {
+				c.finish(p, Outcome{Choice: AllowOnce, End: EndTimedOut}) // injected fault
+			}
 			c.finish(p, Outcome{Choice: Deny, End: EndTimedOut, DenyReason: DenyTimeout})
 		})
 	}
