@@ -111,13 +111,15 @@ type PlanFields struct {
 	Send *Value `yaml:"send"`
 	// Line is sent exactly as written (for what is not a JSON message).
 	Line *string `yaml:"line"`
-	// Socket is caller, admin, acp or a socket name.
+	// Socket is caller, admin, acp, app:PKG/SERVER (a provider's server)
+	// or a socket name.
 	Socket string `yaml:"socket"`
-	// Read bounds how long raw, raw_read and dial read what comes back.
+	// Read bounds how long raw, raw_read and dial read what comes back;
+	// for listen, how long it goes on after its last connection.
 	Read Duration `yaml:"read"`
 	// Timeout bounds wait_closed, await and wait_text.
 	Timeout Duration `yaml:"timeout"`
-	// For is sleep's pause, and how far wait_clock waits the runtime's
+	// For is sleep's pause, listen's longest hold, and how far wait_clock waits the runtime's
 	// clock to move.
 	For Duration `yaml:"for"`
 	// Since is wait_clock's reference: an earlier raw clock.show's as.
@@ -150,6 +152,7 @@ var PlanOps = map[string][]string{
 	acptestclient.OpDial:       {"as", "socket", "send", "line", "read"},
 	acptestclient.OpSleep:      {"as", "for"},
 	acptestclient.OpWaitClock:  {"as", "conn", "for", "since", "timeout"},
+	acptestclient.OpListen:     {"as", "socket", "for", "read"},
 }
 
 // planOpNames are PlanOps' kinds in the client's order.
@@ -162,7 +165,7 @@ var PlanOpRequired = map[string][]string{
 	acptestclient.OpPrompt: {"session"}, acptestclient.OpCancel: {"session"},
 	acptestclient.OpAwait: {"prompt"}, acptestclient.OpWaitText: {"prompt", "text"},
 	acptestclient.OpRawConnect: {"socket"}, acptestclient.OpDial: {"socket"}, acptestclient.OpSleep: {"for"},
-	acptestclient.OpWaitClock: {"for"},
+	acptestclient.OpWaitClock: {"for"}, acptestclient.OpListen: {"socket", "for"},
 }
 
 var planFieldsType = reflect.TypeFor[PlanFields]()

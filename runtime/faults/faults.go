@@ -50,7 +50,7 @@ var All = []Fault{
 	{"cross_app_session_load", "an app cannot open another owner's session",
 		[]string{"security/cross-app-sessions"}},
 	{"provider_peer_uid_unchecked", "the runtime talks to a provider's socket only when the package's uid serves it",
-		[]string{"ext/call", "ext/no-permission"}},
+		[]string{"ext/call", "ext/no-permission", "security/provider-squat"}},
 	{"signature_keeps_grant", "an app updated by another signer loses its grant and is asked again",
 		[]string{"third-party/signature-changed"}},
 	{"busy_quota_ignored", "an app runs one prompt at a time (busy)",

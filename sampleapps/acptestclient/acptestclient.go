@@ -36,6 +36,8 @@
 //	raw_close    {conn}
 //	dial         {socket: caller|admin|acp|NAME, line, readMs}          result: refused, reset, epipe, eof, data or open; closedUnread
 //	sleep        {ms}
+//	listen       {socket: app:PKG/SERVER|NAME, ms, readMs}              listening, accepted, bytesRead: a squatter on a socket for ms
+//	                                                                    (ended readMs after its last connection, when set)
 //	wait_clock   {conn, ms, since, timeoutMs}                           moved, movedMs, kind: the runtime's clock (clock.show on an admin conn) is ms past since's answer
 //
 // id and session name a session of the plan (its as) or any session id

@@ -112,11 +112,12 @@ const (
 	OpDial       = "dial"
 	OpSleep      = "sleep"
 	OpWaitClock  = "wait_clock"
+	OpListen     = "listen"
 )
 
 // Ops lists every kind, in the package doc's order.
 var Ops = []string{OpConnect, OpDisconnect, OpWaitClosed, OpNew, OpFork, OpLoad, OpResume, OpList, OpDelete, OpClose,
-	OpSetMode, OpSetModel, OpPrompt, OpCancel, OpAwait, OpWaitText, OpRawOpen, OpRawConnect, OpRaw, OpRawRead, OpRawClose, OpDial, OpSleep, OpWaitClock}
+	OpSetMode, OpSetModel, OpPrompt, OpCancel, OpAwait, OpWaitText, OpRawOpen, OpRawConnect, OpRaw, OpRawRead, OpRawClose, OpDial, OpSleep, OpWaitClock, OpListen}
 
 // Bounds of a plan: what crosses into the runtime stays small and every
 // wait ends.
@@ -264,6 +265,10 @@ func validate(ops []Op) error {
 		case OpWaitClock:
 			if op.Ms <= 0 {
 				return bad("needs ms")
+			}
+		case OpListen:
+			if op.Socket == "" || op.Ms <= 0 {
+				return bad("needs socket and ms")
 			}
 		}
 		if op.Line != nil && (len(*op.Line) > MaxLine || bytes.ContainsAny([]byte(*op.Line), "\n")) {

@@ -247,9 +247,13 @@ type DialOut struct {
 
 // socketName resolves dial's socket: caller, admin and acp are the
 // runtime's sockets (named like the caller socket, prefix included);
-// anything else is a socket name.
+// app:PKG/SERVER is a provider app's server; anything else is a socket
+// name.
 func (r *runner) socketName(s string) string {
 	const callerBase = "agentos-caller"
+	if app := r.appSocket(s); app != "" {
+		return app
+	}
 	if s != "admin" && s != "acp" {
 		if s == "caller" {
 			return r.env.CallerSocket

@@ -253,6 +253,8 @@ func (r *runner) do(ctx context.Context, op *Op) (any, error) {
 		return r.dial(ctx, op)
 	case OpWaitClock:
 		return r.waitClock(ctx, op)
+	case OpListen:
+		return r.listen(ctx, op)
 	case OpSleep:
 		t := time.NewTimer(time.Duration(op.Ms) * time.Millisecond)
 		defer t.Stop()

@@ -36,7 +36,8 @@
 //	session_mcp_loopback         a session's MCP server may be on a loopback address
 //	model_key_logged             setting the model key writes the key into the runtime's log
 //	cross_app_session_load       an app may open (load, fork, delete) another owner's session
-//	provider_peer_uid_unchecked  the runtime talks to a provider socket whatever uid serves it
+//	provider_peer_uid_unchecked  the runtime talks to a provider socket whatever uid serves it (the launcher's
+//	                             socket_taken checks and the provider's own peer check)
 //	signature_keeps_grant        an app updated by another signer keeps its grant
 //	busy_quota_ignored           an app may run prompts concurrently past its busy limit
 //	plugins_enabled_by_default   a newly discovered plugin starts enabled
