@@ -52,29 +52,26 @@ scenarios: [%[2]s]
 // rule's own checks, so a matrix that catches a fault by accident only
 // (a step that errors elsewhere) does not pass for these.
 var pinned = map[string][]string{
-	"scope_widen":                {"security/compromised-scope: onlyEchoOffered", "third-party/catalog-tools: scopeWithoutEchoBlocksIt"},
-	"app_answers_consent":        {"security/self-consent: adminSocketClosedUnread", "security/self-consent: stillPending"},
-	"revoke_keeps_tasks":         {"third-party/revoke-closes: tasksCancelled", "third-party/revoke-after-detach: tasksCancelled"},
-	"spoofed_caller_name":        {"third-party/spoofed-name: cardCallerPackageIsReal"},
-	"pairing_attempts_unlimited": {"desktop/pairing: tooManyAttempts"},
-	"pairing_code_reusable":      {"desktop/pairing: codeIsOneTime"},
-	"desktop_any_uid":            {"desktop/uid-admission: appUidClosedUnread"},
-	"read_skill_dotdot":          {"security/read-skill-traversal: dotDotRefused"},
-	"session_mcp_loopback":       {"third-party/sessions: mcpLoopbackRejected"},
-	"model_key_logged":           {"security/model-key-not-logged: keyNotInRuntimeLog"},
-	"oversize_closes_channel":    {"security/oversize-stays-open: endTurn", "security/oversize-stays-open: nextPromptServed"},
-	"consent_timeout_allows":     {"fault/consent-timeout-short: deniedByTimeout"},
-	"high_offers_always_allow":   {"consent/sample-apps: highOnlyOnceDeny"},
-	"unoffered_answer_allows":    {"consent/surface: notOfferedIsDeny"},
+	"scope_widen":                 {"security/compromised-scope: onlyEchoOffered", "third-party/catalog-tools: scopeWithoutEchoBlocksIt"},
+	"app_answers_consent":         {"security/self-consent: adminSocketClosedUnread", "security/self-consent: stillPending"},
+	"revoke_keeps_tasks":          {"third-party/revoke-closes: tasksCancelled", "third-party/revoke-after-detach: tasksCancelled"},
+	"spoofed_caller_name":         {"third-party/spoofed-name: cardCallerPackageIsReal"},
+	"pairing_attempts_unlimited":  {"desktop/pairing: tooManyAttempts"},
+	"pairing_code_reusable":       {"desktop/pairing: codeIsOneTime"},
+	"desktop_any_uid":             {"desktop/uid-admission: appUidClosedUnread"},
+	"read_skill_dotdot":           {"security/read-skill-traversal: dotDotRefused"},
+	"session_mcp_loopback":        {"third-party/sessions: mcpLoopbackRejected"},
+	"model_key_logged":            {"security/model-key-not-logged: keyNotInRuntimeLog"},
+	"oversize_closes_channel":     {"security/oversize-stays-open: endTurn", "security/oversize-stays-open: nextPromptServed"},
+	"consent_timeout_allows":      {"fault/consent-timeout-short: deniedByTimeout"},
+	"high_offers_always_allow":    {"consent/sample-apps: highOnlyOnceDeny"},
+	"unoffered_answer_allows":     {"consent/surface: notOfferedIsDeny"},
+	"provider_peer_uid_unchecked": {"security/provider-squat: squatterNeverCalled"},
 }
 
 // survivors are faults no scenario can catch yet, each with why. The test
 // fails when one of them is caught, so the list only shrinks.
-var survivors = map[string]string{
-	"provider_peer_uid_unchecked": "the launcher refuses to start a service whose socket a stranger holds (socket_taken) " +
-		"before the runtime dials it, so no scenario reaches the runtime's own check; its unit test in " +
-		"runtime/ext/internal/provider proves the fault",
-}
+var survivors = map[string]string{}
 
 func TestKillMatrix(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)

@@ -21,6 +21,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/apps/launcher"
 	"github.com/agentoslab/agentlab/runtime/clock"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 	"github.com/agentoslab/agentlab/runtime/supervise/logfile"
 	"github.com/agentoslab/agentlab/runtime/transport"
 	"golang.org/x/sys/unix"
@@ -327,6 +328,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return fmt.Errorf("supervise: %w", err)
 	}
 	defer in.Close()
+	// The launcher's checks are among the rules a fault-injection build
+	// breaks; its fault file is under this supervisor's root.
+	faultinject.SetRoot(s.o.Root)
 	lo := s.o.Launcher
 	lo.Installer, lo.Names, lo.RuntimeUID = in, s.o.Names, s.o.RuntimeUID
 	if lo.Environ == nil {

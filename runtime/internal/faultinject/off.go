@@ -7,3 +7,6 @@ const Enabled = false
 
 // Active always answers false in this build.
 func Active(string) bool { return false }
+
+// SetRoot does nothing in this build.
+func SetRoot(string) {}

@@ -25,6 +25,16 @@ var state struct {
 	mu     sync.Mutex
 	readAt time.Time
 	file   []string
+	root   string
+}
+
+// SetRoot names the root whose fault file is read when $AGENTOS_ROOT is
+// unset: the supervisor (which hosts the launcher) has its root from a
+// flag, not from its environment.
+func SetRoot(root string) {
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	state.root, state.readAt = root, time.Time{}
 }
 
 // Active reports whether the fault is selected, by $AGENTOS_FAULT or by
@@ -36,7 +46,11 @@ func Active(name string) bool {
 	state.mu.Lock()
 	defer state.mu.Unlock()
 	if time.Since(state.readAt) >= reread {
-		state.file = readFile(os.Getenv("AGENTOS_ROOT"))
+		root := os.Getenv("AGENTOS_ROOT")
+		if root == "" {
+			root = state.root
+		}
+		state.file = readFile(root)
 		state.readAt = time.Now()
 	}
 	return slices.Contains(state.file, name)

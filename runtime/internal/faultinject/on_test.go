@@ -28,3 +28,23 @@ func TestActiveSelects(t *testing.T) {
 		t.Fatal("the file selects app_answers_consent and revoke_keeps_tasks")
 	}
 }
+
+// Without $AGENTOS_ROOT (the supervisor's case) the root SetRoot names
+// holds the fault file.
+func TestSetRootWithoutEnvironment(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("AGENTOS_ROOT", "")
+	t.Setenv(Env, "")
+	if err := os.WriteFile(filepath.Join(root, FileName), []byte("provider_peer_uid_unchecked\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	SetRoot("")
+	if Active(ProviderPeerUIDUnchecked) {
+		t.Fatal("no root: no fault file")
+	}
+	SetRoot(root)
+	t.Cleanup(func() { SetRoot("") })
+	if !Active(ProviderPeerUIDUnchecked) {
+		t.Fatal("the fault file under SetRoot's root selects provider_peer_uid_unchecked")
+	}
+}

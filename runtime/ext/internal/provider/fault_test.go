@@ -13,9 +13,8 @@ import (
 
 // In the fault-injection build, provider_peer_uid_unchecked lets the
 // runtime talk to a socket served by another uid, and only while it is
-// selected. No device scenario can show it (the launcher refuses to start
-// a service whose socket a stranger holds, socket_taken, before the
-// runtime dials), so this test is the fault's proof.
+// selected. On a device the launcher's socket_taken checks come first
+// (the fault breaks them too); security/provider-squat shows it there.
 func TestFaultPeerUIDUnchecked(t *testing.T) {
 	if !faultinject.Enabled {
 		t.Skip("needs the fault-injection build")
