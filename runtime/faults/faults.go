@@ -24,7 +24,7 @@ var All = []Fault{
 	{"app_answers_consent", "only the owner's uids use the admin socket, so no app answers consent (§5.4)",
 		[]string{"security/self-consent"}},
 	{"revoke_keeps_tasks", "revoking a caller app cancels its tasks (§5.6)",
-		[]string{"third-party/revoke-closes", "third-party/revoke-after-detach"}},
+		[]string{"third-party/revoke-closes", "third-party/revoke-after-detach", "sms/revoke", "notes/revoke"}},
 	{"spoofed_caller_name", "the card names the caller by its uid's package, never by a claimed name",
 		[]string{"third-party/spoofed-name"}},
 	{"cooldown_ignored", "a denied app is not asked again before the deny cooldown ends",
