@@ -23,7 +23,7 @@ import (
 
 // The issue's acceptance: breaking a rule in the runtime on purpose makes
 // the scenarios that guard it fail. TestKillMatrix runs the real
-// agentlab mutate --guards on one virtual device: the runtime built with
+// agentlab mutate --guards on two virtual devices: the runtime built with
 // the agentos_faultinject tag, every fault's guarding scenarios (declared
 // with the fault in runtime/faults) run once with no fault, where they
 // pass, and then each fault against its own guards. Every fault must be
@@ -32,12 +32,13 @@ import (
 // its defaults runs the whole suite per fault; that is the nightly's, not
 // a test's, budget.)
 
-// mutateYAML: one virtual device, the stub, the suite, a state directory
-// and an output of the test's own.
+// mutateYAML: two virtual devices (mutate provisions them once and
+// spreads each round's scenarios over them), the stub, the suite, a state
+// directory and an output of the test's own.
 const mutateYAML = `stateDir: %[1]s/state
 devices:
   virtual:
-    count: 1
+    count: 2
     sdk: 35
     rootMethod: magisk
 model: stub
