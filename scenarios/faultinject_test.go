@@ -78,7 +78,7 @@ var survivors = map[string]string{}
 func TestKillMatrix(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	agentlab, repo, _ := labBinary(t, ctx, "runs agentlab mutate --guards on a virtual device (about 10 minutes)")
+	agentlab, repo, _ := labBinary(t, ctx, "runs agentlab mutate --guards on a virtual device (about 4 minutes)")
 	tmp := filepath.Dir(agentlab)
 	cfg := filepath.Join(tmp, "lab.yaml")
 	require.NoError(t, os.WriteFile(cfg, fmt.Appendf(nil, mutateYAML, tmp, filepath.Join(repo, "scenarios")), 0o644))
