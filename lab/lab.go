@@ -188,7 +188,7 @@ func Run(ctx context.Context, cfg *config.Config, sel Selection, opts *Options) 
 		return nil, fmt.Errorf("output: %w", err)
 	}
 	defer r.close()
-	if cfg.Model.Mode == config.ModelLive {
+	if cfg.Model.Live() {
 		key, err := cfg.Model.Key(o.LookupEnv)
 		if err != nil {
 			return nil, &Error{Kind: ErrConfig, Err: err, Hint: "export " + cfg.Model.KeyEnv}
@@ -381,7 +381,7 @@ func (r *run) queue(ctx context.Context) (*runner.Result, error) {
 		parallel = r.cfg.Parallelism
 	}
 	model := scenario.ModelStub
-	if r.cfg.Model.Mode == config.ModelLive {
+	if r.cfg.Model.Live() {
 		model = scenario.ModelLive
 	}
 	pools := r.cfg.Pools
@@ -442,7 +442,7 @@ func (r *run) report(res *runner.Result) (*reports.Run, error) {
 		}
 	}
 	out.Devices, out.Scenarios = nonNil(out.Devices), nonNil(out.Scenarios)
-	if cfg.Model.Mode == config.ModelLive {
+	if cfg.Model.Live() {
 		out.Model = reports.Model{Kind: reports.ModelLive, Provider: cfg.Model.Provider, Name: cfg.Model.Name}
 	}
 	// Artifacts first: a leak there fails the run and is reported in it.
