@@ -384,6 +384,11 @@ func (r *run) queue(ctx context.Context) (*runner.Result, error) {
 	if r.cfg.Model.Live() {
 		model = scenario.ModelLive
 	}
+	keep := r.cfg.Artifacts.Keep
+	if r.cfg.Model.Mode == config.ModelRecord {
+		// Every attempt's recording is kept: a pass is worth replaying too.
+		keep = func(bool) bool { return true }
+	}
 	pools := r.cfg.Pools
 	if len(pools) == 0 {
 		pools = []config.Pool{{}}
@@ -395,7 +400,7 @@ func (r *run) queue(ctx context.Context) (*runner.Result, error) {
 		ro := runner.Options{
 			Scenarios: r.plan.Run, Filtered: r.plan.Filtered, Leaser: runner.Pool(r.pool), Executor: exec, RunDir: r.out,
 			Base: base, Attempts: r.cfg.Retries.Attempts, RetryBudget: r.cfg.Retries.Budget, LabFaultRequeues: r.cfg.Retries.LabFaultRequeues,
-			Timeout: r.cfg.Timeouts.Scenario.D(), Parallel: parallel, Keep: r.cfg.Artifacts.Keep, Model: model, Apps: r.provided,
+			Timeout: r.cfg.Timeouts.Scenario.D(), Parallel: parallel, Keep: keep, Model: model, Apps: r.provided,
 			Repeat: r.o.Repeat, UntilFail: r.o.UntilFail, Stop: r.o.Stop, Devices: records, Logger: r.o.Logger,
 			Progress: func(name string, at reports.Attempt) {
 				progressf(r.o, "%-12s %s #%d on %s (%s)", strings.ToUpper(string(at.Verdict)), name, at.Number, at.Device,

@@ -193,6 +193,25 @@ func TestProvisioningMapping(t *testing.T) {
 	assert.ErrorIs(t, err, ErrConfig)
 }
 
+// TestProvisioningRecord: a record run starts a recording stub holding
+// the key, and points every runtime at it in the provider's dialect with
+// the live model id — never with the key.
+func TestProvisioningRecord(t *testing.T) {
+	cfg := labYAML(t, "model: {mode: record, provider: anthropic, model: m2, keyEnv: LAB_TEST_KEY}\n")
+	env := func(k string) (string, bool) { return "sk-rec-test", k == "LAB_TEST_KEY" }
+	p, err := newProvisioning(cfg, (&Options{LookupEnv: env}).orDefault(), nil)
+	require.NoError(t, err)
+	defer p.close()
+	o := p.options(&Device{Serial: "a"})
+	require.NotNil(t, p.stub)
+	assert.Nil(t, o.Model.Live, "the runtime never gets the live key")
+	require.NotNil(t, o.Model.Stub)
+	assert.Equal(t, "anthropic", o.Model.Stub.Provider)
+	assert.Equal(t, "m2", o.Model.Stub.Model)
+	_, _, err = p.stub.Recording(context.Background(), o.Model.Stub.Token)
+	assert.NoError(t, err, "the stub records the bound token")
+}
+
 // TestPrebuiltNextToExecutable: outside the source tree, a released
 // agentlab finds the artifacts.json beside it; inside the tree it builds;
 // --prebuilt wins everywhere.
