@@ -271,6 +271,7 @@ func newRoot(a *app) *cobra.Command {
 		newDevicesCmd(a),
 		newDoctorCmd(a),
 		newProvisionCmd(a),
+		newReplayCmd(a),
 		newReportCmd(a),
 		newRunCmd(a),
 		newScenariosCmd(a),
