@@ -188,12 +188,8 @@ func Run(ctx context.Context, cfg *config.Config, sel Selection, opts *Options) 
 		return nil, fmt.Errorf("output: %w", err)
 	}
 	defer r.close()
-	if cfg.Model.Live() {
-		key, err := cfg.Model.Key(o.LookupEnv)
-		if err != nil {
-			return nil, &Error{Kind: ErrConfig, Err: err, Hint: "export " + cfg.Model.KeyEnv}
-		}
-		r.secret(reports.Secret{Name: "model key", Value: []byte(key)})
+	if err := r.modelKeySecret(); err != nil {
+		return nil, err
 	}
 	r.signingKeySecrets()
 	res := &runner.Result{}
@@ -528,6 +524,20 @@ func (r *run) secretList() []reports.Secret {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.secrets)
+}
+
+// modelKeySecret adds a live or recorded run's model key to the secrets
+// the artifacts and reports are scanned for.
+func (r *run) modelKeySecret() error {
+	if !r.cfg.Model.Live() {
+		return nil
+	}
+	key, err := r.cfg.Model.Key(r.o.LookupEnv)
+	if err != nil {
+		return &Error{Kind: ErrConfig, Err: err, Hint: "export " + r.cfg.Model.KeyEnv}
+	}
+	r.secret(reports.Secret{Name: "model key", Value: []byte(key)})
+	return nil
 }
 
 // signingKeySecrets adds the bundle-signing key: its PEM text and its

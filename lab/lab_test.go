@@ -262,6 +262,30 @@ func TestBuildOutsideTheTree(t *testing.T) {
 	assert.Empty(t, infos, "no virtual device was started")
 }
 
+// TestRecordKeyScanned: a record run's key is a secret of the run, so a
+// recording that held it would fail the run's leak scan.
+func TestRecordKeyScanned(t *testing.T) {
+	dir := t.TempDir()
+	cfg := labYAML(t, "model: {mode: record, provider: openai, model: m, keyEnv: LAB_TEST_KEY}\n")
+	cfg.Output = dir
+	const key = "sk-record-0123456789"
+	r := &run{cfg: cfg, o: (&Options{LookupEnv: func(k string) (string, bool) { return key, k == "LAB_TEST_KEY" }}).orDefault(),
+		plan: &Plan{}, out: dir, id: "run-test", started: time.Now()}
+	require.NoError(t, r.modelKeySecret())
+	art := filepath.Join(dir, "artifacts", "s", "attempt-1", "model-script.yaml")
+	require.NoError(t, os.MkdirAll(filepath.Dir(art), 0o755))
+	require.NoError(t, os.WriteFile(art, []byte("steps:\n  - text: "+key+"\n"), 0o644))
+	out, err := r.report(&runner.Result{})
+	require.NoError(t, err)
+	require.NotEmpty(t, out.Scenarios)
+	leak := out.Scenarios[len(out.Scenarios)-1]
+	assert.Equal(t, LeakScenario, leak.Name)
+	assert.Contains(t, leak.Reason, "model-script.yaml")
+
+	r.o.LookupEnv = func(string) (string, bool) { return "", false }
+	assert.ErrorIs(t, r.modelKeySecret(), ErrConfig, "a record run needs the key")
+}
+
 // TestReportLeak: a secret found in an artifact fails the run with a
 // lab-level scenario naming the file and the secret, never its value; the
 // reports themselves stay clean.

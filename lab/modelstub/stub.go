@@ -30,6 +30,12 @@
 // prompt, messages, offered tool names, time and the status answered, so a
 // scenario can assert what the model was offered and what it saw.
 //
+// Started with an Upstream (lab.yaml model.mode record), the stub is a
+// recorder: it forwards every bound token's requests unchanged to the live
+// provider (with the provider's key, which never comes back), streams the
+// answers through, and keeps per token the model script that reproduces
+// them (Recording), which agentlab replay serves later.
+//
 // The stub accepts one fixed fake key (FakeKey) as "Authorization: Bearer"
 // or "x-api-key" and never logs headers, prompts, tool arguments or
 // results.
