@@ -68,17 +68,11 @@ func TestRecordReplaySave(t *testing.T) {
 	suite := filepath.Join(tmp, "suite")
 	require.NoError(t, os.MkdirAll(filepath.Join(suite, "rec"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(suite, "rec", "echo.yaml"), []byte(recordedEcho), 0o644))
-	live := fakelive.Start(nil)
-	defer live.Close()
 
 	base := fmt.Sprintf("devices:\n  adb:\n    - server: 127.0.0.1:%d\nscenarios:\n  - %s\nretries:\n  attempts: 1\n", adbPort, suite)
-	recCfg := filepath.Join(tmp, "record.yaml")
-	require.NoError(t, os.WriteFile(recCfg, []byte(base+fmt.Sprintf(
-		"model:\n  mode: record\n  provider: openai\n  baseUrl: %s\n  model: fake-live\n  keyEnv: FAKELIVE_KEY\n", live.OpenAIBaseURL())), 0o644))
 	stubCfg := filepath.Join(tmp, "stub.yaml")
 	require.NoError(t, os.WriteFile(stubCfg, []byte(base+"model: stub\n"), 0o644))
-
-	agent := func(args ...string) (string, int) {
+	agent := func(t *testing.T, args ...string) (string, int) {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, agentlab, args...)
 		cmd.Dir = repo
@@ -91,9 +85,37 @@ func TestRecordReplaySave(t *testing.T) {
 		return string(b), 0
 	}
 
+	// The full acceptance with the OpenAI dialect; the Anthropic one is
+	// recorded and replayed a few times (the unit tests replay both 20
+	// times each).
+	for _, tc := range []struct {
+		provider string
+		replays  int
+		save     bool
+	}{{"openai", 20, true}, {"anthropic", 3, false}} {
+		t.Run(tc.provider, func(t *testing.T) {
+			// Mostly tool calls, so that consent, the tool and its result
+			// are part of what a replay must reproduce.
+			live := fakelive.Start(&fakelive.Options{ToolProbability: 0.9})
+			defer live.Close()
+			liveURL := live.OpenAIBaseURL()
+			if tc.provider == "anthropic" {
+				liveURL = live.AnthropicBaseURL()
+			}
+			recCfg := filepath.Join(tmp, "record-"+tc.provider+".yaml")
+			require.NoError(t, os.WriteFile(recCfg, []byte(base+fmt.Sprintf(
+				"model:\n  mode: record\n  provider: %s\n  baseUrl: %s\n  model: fake-live\n  keyEnv: FAKELIVE_KEY\n", tc.provider, liveURL)), 0o644))
+			out := filepath.Join(tmp, "out-"+tc.provider)
+			recordReplay(t, agent, live, suite, recCfg, stubCfg, out, tc.replays, tc.save)
+		})
+	}
+}
+
+// recordReplay records rec/echo through live, replays it, and with save
+// saves it and runs the saved scenario replays times.
+func recordReplay(t *testing.T, agent func(*testing.T, ...string) (string, int), live *fakelive.Server, suite, recCfg, stubCfg, out string, replays int, save bool) {
 	// Record.
-	out := filepath.Join(tmp, "out")
-	logs, code := agent("run", "--config", recCfg, "--out", filepath.Join(out, "record"), "--scenario", "rec/echo")
+	logs, code := agent(t, "run", "--config", recCfg, "--out", filepath.Join(out, "record"), "--scenario", "rec/echo")
 	require.Equal(t, 0, code, logs)
 	res, err := readResults(filepath.Join(out, "record", "results.json"))
 	require.NoError(t, err)
@@ -118,16 +140,19 @@ func TestRecordReplaySave(t *testing.T) {
 
 	// Replay 20 times: every attempt reproduces the recording, and the
 	// provider is not asked again.
-	logs, code = agent("replay", "--config", stubCfg, "--out", filepath.Join(out, "replay"), "--repeat", "20", "--until-fail", attempt)
+	logs, code = agent(t, "replay", "--config", stubCfg, "--out", filepath.Join(out, "replay"), "--repeat", strconv.Itoa(replays), "--until-fail", attempt)
 	require.Equal(t, 0, code, logs)
-	assert.Contains(t, logs, "20 of 20 replays reproduced the recording")
+	assert.Contains(t, logs, fmt.Sprintf("%d of %d replays reproduced the recording", replays, replays))
 	assert.Equal(t, calls, live.Calls(), "a replay never reaches the provider")
 
+	if !save {
+		return
+	}
 	// Save, validate, and run the saved scenario 20 times.
 	saved := filepath.Join(suite, "rec", "echo-saved.yaml")
-	logs, code = agent("replay", "--save", saved, attempt)
+	logs, code = agent(t, "replay", "--save", saved, attempt)
 	require.Equal(t, 0, code, logs)
-	logs, code = agent("scenarios", "validate", suite)
+	logs, code = agent(t, "scenarios", "validate", suite)
 	require.Equal(t, 0, code, logs)
 	doc, err := os.ReadFile(saved)
 	require.NoError(t, err)
@@ -139,7 +164,7 @@ func TestRecordReplaySave(t *testing.T) {
 	for _, p := range stringsInside(&root) {
 		assert.Empty(t, languageIn(p.Value), "%s:%d", saved, p.Line)
 	}
-	logs, code = agent("run", "--config", stubCfg, "--out", filepath.Join(out, "saved"), "--scenario", "rec/echo-saved", "--repeat", "20", "--json")
+	logs, code = agent(t, "run", "--config", stubCfg, "--out", filepath.Join(out, "saved"), "--scenario", "rec/echo-saved", "--repeat", "20", "--json")
 	require.Equal(t, 0, code, logs)
 	b, err := os.ReadFile(filepath.Join(out, "saved", "results.json"))
 	require.NoError(t, err)
