@@ -36,8 +36,9 @@ agentlab replay ARTIFACT_DIR reruns that attempt's scenario on one device with t
 recorded script served by the stub, so the model answers the same every time, and
 compares each attempt with the recording: the verdict and the prompts' events (text,
 thoughts, tool calls with arguments and results, the stream's update kinds; ids and
-times aside). --repeat N replays N times (every attempt kept), --until-fail stops at
-the first attempt that does not reproduce — run it against each commit to bisect.
+times aside). --repeat N replays N times (every attempt kept); --until-fail stops at
+the first failing attempt, which for a recorded pass is the first that does not
+reproduce it — run it against each commit to bisect.
 Run it from the folder the recording ran in (the scenario file is named relative to
 it); lab.yaml's devices and build apply, its model does not.
 
@@ -69,7 +70,7 @@ func newReplayCmd(a *app) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&f.repeat, "repeat", 1, "replay N times on one device, keeping every attempt")
-	fl.BoolVar(&f.untilFail, "until-fail", false, "stop at the first attempt that does not reproduce the recording (at most --repeat)")
+	fl.BoolVar(&f.untilFail, "until-fail", false, "stop at the first failing attempt (at most --repeat)")
 	fl.StringVar(&f.save, "save", "", "write the replay as a scenario file (scenarios/AREA/NAME.yaml) instead of running it")
 	fl.StringVar(&f.prebuilt, "prebuilt", "", "use the prebuilt artifacts in this folder (agentlab build --out DIR) instead of building")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "build cache (default $XDG_CACHE_HOME/agentlab/build)")
