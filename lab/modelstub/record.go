@@ -329,8 +329,18 @@ type answer struct {
 
 func (a *answer) step() *recStep {
 	st := &recStep{Thinking: a.thinking, Text: a.text, Stop: a.stop}
+	dropped := 0
 	for _, c := range a.calls {
+		if c.name == "" {
+			// A script names every call; a provider's nameless call
+			// (which the runtime refuses anyway) cannot be replayed.
+			dropped++
+			continue
+		}
 		st.ToolCalls = append(st.ToolCalls, recCall{ID: c.id, Name: c.name, Arguments: argumentsNode(c.args.String())})
+	}
+	if dropped > 0 {
+		st.Comment = fmt.Sprintf("%d tool calls without a name were left out", dropped)
 	}
 	if !a.done {
 		n := st.events()
