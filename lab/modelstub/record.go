@@ -139,7 +139,7 @@ func (s *Stub) forward(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		}
 	}
 	status := resp.StatusCode
-	if status != http.StatusOK {
+	if status < 200 || status > 299 {
 		retry := resp.Header.Get("Retry-After")
 		if _, err := strconv.Atoi(retry); err != nil {
 			if _, err := http.ParseTime(retry); err != nil {

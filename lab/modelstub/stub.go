@@ -399,6 +399,11 @@ func (s *Stub) relay(w http.ResponseWriter, r *http.Request, a wire.API, p *wire
 	}
 	s.mu.Lock()
 	b := s.bindings[token]
+	if b == nil {
+		s.mu.Unlock()
+		a.WriteError(w, http.StatusNotFound, "not_found_error", "no script is bound to this stub token (the scenario attempt ended?)")
+		return
+	}
 	if b.inflight == 0 {
 		b.idle = make(chan struct{})
 	}
