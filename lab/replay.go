@@ -299,7 +299,8 @@ func deleteKey(m *yaml.Node, key string) {
 // ReplayOptions are agentlab replay's.
 type ReplayOptions struct {
 	// Repeat runs the replay N times on one device (default 1);
-	// UntilFail stops at the first attempt that does not reproduce.
+	// UntilFail stops at the first failing attempt (with Repeat 0, within
+	// the runner's bound of 100).
 	Repeat    int
 	UntilFail bool
 }
@@ -342,6 +343,9 @@ func Replay(ctx context.Context, cfg *config.Config, dir string, ro *ReplayOptio
 		r = *ro
 	}
 	o.Repeat, o.UntilFail = max(r.Repeat, 1), r.UntilFail
+	if r.UntilFail && r.Repeat == 0 {
+		o.Repeat = 0 // the runner's own bound for --until-fail
+	}
 	o.who = "agentlab replay"
 	run, err := Run(ctx, &c, Selection{Names: []string{rec.Scenario}}, o)
 	if run == nil {

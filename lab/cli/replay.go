@@ -70,7 +70,7 @@ func newReplayCmd(a *app) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&f.repeat, "repeat", 1, "replay N times on one device, keeping every attempt")
-	fl.BoolVar(&f.untilFail, "until-fail", false, "stop at the first failing attempt (at most --repeat)")
+	fl.BoolVar(&f.untilFail, "until-fail", false, "stop at the first failing attempt (at most --repeat, default 100)")
 	fl.StringVar(&f.save, "save", "", "write the replay as a scenario file (scenarios/AREA/NAME.yaml) instead of running it")
 	fl.StringVar(&f.prebuilt, "prebuilt", "", "use the prebuilt artifacts in this folder (agentlab build --out DIR) instead of building")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "build cache (default $XDG_CACHE_HOME/agentlab/build)")
@@ -127,7 +127,11 @@ func replay(cmd *cobra.Command, a *app, f *replayFlags, dir string) error {
 	o.Build = lab.BuildOptions{Prebuilt: f.prebuilt, CacheDir: f.cacheDir}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	run, attempts, err := lab.Replay(ctx, cfg, dir, &lab.ReplayOptions{Repeat: f.repeat, UntilFail: f.untilFail}, o)
+	ro := &lab.ReplayOptions{Repeat: f.repeat, UntilFail: f.untilFail}
+	if f.untilFail && !cmd.Flags().Changed("repeat") {
+		ro.Repeat = 0 // until it fails, within run's own bound
+	}
+	run, attempts, err := lab.Replay(ctx, cfg, dir, ro, o)
 	if run == nil {
 		return exitWith(lab.ExitCode(nil, err), err)
 	}
