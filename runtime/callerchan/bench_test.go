@@ -68,12 +68,13 @@ func BenchmarkConnectToFirstPrompt(b *testing.B) {
 
 // BenchmarkRevokeCancelsTasks: an app has a running task whose channel is
 // open; the owner revokes it; measured until the engine shows no task of
-// the app. Target < 1 s (upstream measured 15 s).
+// the app (target p50 < 5 ms; upstream measured 15 s), and until Set
+// returns with the decision on disk (set-returned).
 func BenchmarkRevokeCancelsTasks(b *testing.B) {
 	rt, a := benchRuntime(b)
 	ctx := context.Background()
 	owner := "uid:" + strconv.Itoa(a.UID)
-	var ds []time.Duration
+	var ds, returned []time.Duration
 	for b.Loop() {
 		rt.reg.Set(ctx, a.Package, callers.StateAllowed)
 		c, err := acpclient.Connect(ctx, &acpclient.Options{SocketName: rt.names.Caller()})
@@ -94,15 +95,19 @@ func BenchmarkRevokeCancelsTasks(b *testing.B) {
 			b.Fatal("task not running")
 		}
 		start := time.Now()
-		if err := rt.reg.Set(ctx, a.Package, callers.StateDenied); err != nil {
-			b.Fatal(err)
-		}
+		set := make(chan error, 1)
+		go func() { set <- rt.reg.Set(ctx, a.Package, callers.StateDenied) }()
 		for rt.eng.Usage(owner).Running+rt.eng.Usage(owner).Queued > 0 {
 			time.Sleep(100 * time.Microsecond)
 		}
 		ds = append(ds, time.Since(start))
+		if err := <-set; err != nil {
+			b.Fatal(err)
+		}
+		returned = append(returned, time.Since(start))
 		<-ended
 		c.Close()
 	}
 	report(b, "revoke-to-cancelled", ds)
+	report(b, "set-returned", returned)
 }
