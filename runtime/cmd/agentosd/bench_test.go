@@ -14,8 +14,8 @@ import (
 )
 
 // BenchmarkServeStartup measures the real release binary: the time from
-// exec to the ACP socket accepting a connection (target < 150 ms) and the
-// resident memory of the idle runtime a second later (target < 40 MB).
+// exec to the ACP socket accepting a connection (target < 30 ms) and the
+// resident memory of the idle runtime a second later (target < 30 MB).
 // Each run starts on a fresh data directory with a scripted model.
 func BenchmarkServeStartup(b *testing.B) {
 	bin := release(b)
