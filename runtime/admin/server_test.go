@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
+
 	"github.com/agentoslab/agentlab/runtime/apps/apptest"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/transport"
@@ -405,7 +407,7 @@ func TestCloseStopsServing(t *testing.T) {
 // TestAdmissionByPeerUID runs real processes under other uids: an app uid
 // is closed without a byte; the shell uid and the runtime's uid are served.
 func TestAdmissionByPeerUID(t *testing.T) {
-	apptest.NeedRoot(t)
+	testenv.NeedRoot(t)
 	const runtimeUID, appUID = 10099, 10123
 	_, names := startServer(t, &Options{RuntimeUID: runtimeUID})
 	bin := apptest.Stage(t, "")
