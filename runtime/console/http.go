@@ -32,6 +32,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /status", s.page("status", s.statusPage))
 	mux.HandleFunc("GET /aci", s.page("aci", s.aciPage))
 	mux.HandleFunc("GET /live.json", s.live)
+	// Browsers ask for it on their own; no content, no error in the console.
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.HandleFunc("POST /act", s.act)
 	return s.guard(mux)
 }
@@ -44,7 +46,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		h := w.Header()
 		h.Set("Content-Security-Policy", csp)
 		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
+		// same-origin, not no-referrer: under no-referrer a form POST
+		// carries "Origin: null", and the Origin check would refuse it.
+		h.Set("Referrer-Policy", "same-origin")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Cache-Control", "no-store")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
