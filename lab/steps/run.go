@@ -46,6 +46,13 @@ type attempt struct {
 	consent  map[string]*recorder
 	offsets  map[string]map[string]int64
 	snapshot map[string]any
+
+	// uiMu guards the ui consent driver's browsers (one per role) and the
+	// cards they answered; it is held across a tap.
+	uiMu   sync.Mutex
+	hands  map[string]*hand
+	shots  []shot
+	uiSeen map[string]any // per role: console errors, outside requests
 }
 
 type bgStep struct {
@@ -66,7 +73,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, env *Env) *Result {
 		ctx: ctx, sc: sc, env: env, log: env.Logger, start: time.Now(), roles: map[string]*Target{},
 		saved: map[string]any{}, recIndex: map[string]int{}, recorded: map[string]reports.Check{},
 		bg: map[string]*bgStep{}, dumps: map[string]bool{}, acp: map[string]*acpConn{}, consent: map[string]*recorder{},
-		offsets: map[string]map[string]int64{}, snapshot: map[string]any{},
+		offsets: map[string]map[string]int64{}, snapshot: map[string]any{}, hands: map[string]*hand{}, uiSeen: map[string]any{},
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -221,6 +228,7 @@ func (a *attempt) close() {
 	for _, c := range a.acp {
 		c.close()
 	}
+	a.closeHands()
 }
 
 func (a *attempt) target(role string) *Target {
