@@ -54,7 +54,11 @@ func (o *owner) Invoke(_ context.Context, _ transport.Cred, method string, param
 	var res any
 	switch method {
 	case "consent.pending":
-		res = append([]consent.Card{}, o.cards...)
+		views := []consent.View{}
+		for _, c := range o.cards {
+			views = append(views, consent.View{RequestID: c.RequestID, Risk: c.Risk, Card: c, RemainingMs: 60000})
+		}
+		res = views
 	case "consent.respond":
 		p := params.(map[string]string)
 		accepted := false

@@ -83,7 +83,8 @@ func card(id string, n int) map[string]any {
 func fullAdmin(cards int) *fakeAdmin {
 	var pending []map[string]any
 	for i := range cards {
-		pending = append(pending, card("req-"+string(rune('a'+i)), i))
+		id := "req-" + string(rune('a'+i))
+		pending = append(pending, map[string]any{"requestId": id, "remainingMs": 60000, "card": card(id, i)})
 	}
 	if pending == nil {
 		pending = []map[string]any{}

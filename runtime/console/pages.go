@@ -155,8 +155,10 @@ func (s *Server) consentPage(ctx context.Context, r *http.Request, peer transpor
 	d.Problems = probs
 	now := s.clock.Now().UnixMilli()
 	shown := s.shown()
-	for i, c := range cards {
-		d.Cards = append(d.Cards, consentCard{Card: c, Shown: shown, MsLeft: max(0, c.DeadlineMillis-now), Head: i == 0})
+	for i, v := range cards {
+		// The runtime's remaining time, not its deadline: the console's
+		// clock need not be the coordinator's.
+		d.Cards = append(d.Cards, consentCard{Card: v.Card, Shown: shown, MsLeft: max(0, v.RemainingMs), Head: i == 0})
 	}
 	for _, c := range auth {
 		d.Auth = append(d.Auth, authCard{Card: c, Shown: shown, MsLeft: max(0, c.DeadlineMillis-now)})
@@ -165,9 +167,9 @@ func (s *Server) consentPage(ctx context.Context, r *http.Request, peer transpor
 	return d, nil
 }
 
-func (s *Server) pending(ctx context.Context, peer transport.Cred) ([]consent.Card, []callers.Card, []problem) {
+func (s *Server) pending(ctx context.Context, peer transport.Cred) ([]consent.View, []callers.Card, []problem) {
 	var probs []problem
-	var cards []consent.Card
+	var cards []consent.View
 	if err := s.call(ctx, peer, "consent.pending", nil, &cards); err != nil {
 		probs = append(probs, problem{"Consent cards", why(err)})
 	}
@@ -182,7 +184,7 @@ func (s *Server) pending(ctx context.Context, peer transport.Cred) ([]consent.Ca
 
 // version names the set of pending cards, so that the page's script
 // reloads only when it changed.
-func version(cards []consent.Card, auth []callers.Card) string {
+func version(cards []consent.View, auth []callers.Card) string {
 	h := sha256.New()
 	for _, c := range cards {
 		h.Write([]byte("c" + c.RequestID + "\n"))
