@@ -2,7 +2,6 @@ package steps
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -11,10 +10,13 @@ import (
 	"github.com/agentoslab/agentlab/lab/scenario"
 )
 
-// uiAnswerTimeout bounds one tap through the console: the card is on the
-// runtime's pending list when the lab decides, so it is on the page at
-// once or it ended.
-const uiAnswerTimeout = 20 * time.Second
+// uiAnswerTimeout bounds one try of a tap through the console; a card
+// still pending after it is tried once more (a loaded machine can make a
+// browser slow), uiTries in all.
+const (
+	uiAnswerTimeout = 30 * time.Second
+	uiTries         = 2
+)
 
 // hand is the owner's hand on one device: its web console open in
 // headless Chromium (the ui consent driver).
@@ -71,20 +73,57 @@ func (a *attempt) tapUI(ctx context.Context, t *Target, kind, id, choice string)
 	if err != nil {
 		return false, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, uiAnswerTimeout)
-	defer cancel()
 	// One tap at a time on a device: the browser has one tab.
 	a.uiMu.Lock()
 	defer a.uiMu.Unlock()
-	ans, err := h.br.Answer(ctx, kind, id, choice)
-	switch {
-	case errors.Is(err, consoleui.ErrNoCard):
-		return false, nil
-	case err != nil:
-		return false, labFault("tap on the owner console", err)
+	for range uiTries {
+		tctx, cancel := context.WithTimeout(ctx, uiAnswerTimeout)
+		var ans *consoleui.Answered
+		ans, err = h.br.Answer(tctx, kind, id, choice)
+		cancel()
+		if err == nil {
+			a.shots = append(a.shots, shot{role: t.Role, name: fmt.Sprintf("card-%02d-%s-%s.png", len(a.shots)+1, kind, safeName(choice)), png: ans.Screenshot})
+			return ans.Accepted, nil
+		}
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		pending, perr := stillPending(ctx, t, kind, id)
+		if perr != nil {
+			return false, perr
+		}
+		if !pending {
+			// It ended before the tap: what ctl's answer says of it.
+			return false, nil
+		}
 	}
-	a.shots = append(a.shots, shot{role: t.Role, name: fmt.Sprintf("card-%02d-%s-%s.png", len(a.shots)+1, kind, safeName(choice)), png: ans.Screenshot})
-	return ans.Accepted, nil
+	return false, labFault("tap on the owner console", err)
+}
+
+// stillPending asks the runtime whether a card is still waiting.
+func stillPending(ctx context.Context, t *Target, kind, id string) (bool, error) {
+	var ids []struct {
+		RequestID string `json:"requestId"`
+	}
+	if kind == consoleui.KindAuth {
+		var list struct {
+			Cards []struct {
+				RequestID string `json:"requestId"`
+			} `json:"cards"`
+		}
+		if err := t.Ctl.Call(ctx, &list, "callers", "list"); err != nil {
+			return false, err
+		}
+		ids = list.Cards
+	} else if err := t.Ctl.Call(ctx, &ids, "consent", "pending"); err != nil {
+		return false, err
+	}
+	for _, x := range ids {
+		if x.RequestID == id {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // closeHands ends the browsers and removes the forwards, keeping what
