@@ -76,11 +76,11 @@ func (o *owner) Invoke(_ context.Context, _ transport.Cred, method string, param
 			"cards": []any{}, "health": "ok"}
 	case "plugins.list":
 		res = []map[string]any{{"id": "p" + hostile, "displayName": "Plugin" + hostile, "enabled": true, "servers": []any{}}}
-	case "aci.consoles":
-		res = []map[string]any{{"package": "org.example.aci", "service": "main"}}
-	case "aci.console_ui":
-		res = map[string]any{"title": "ACI" + hostile, "components": []map[string]any{{"type": "text", "text": hostile},
-			{"type": "button", "action": "go", "label": hostile}}}
+	case "aci.list":
+		res = []map[string]any{{"package": "org.example.aci", "service": "main", "capabilities": []string{"console_ui"}}}
+	case "aci.console":
+		res = map[string]any{"package": "org.example.aci", "service": "main", "snapshot": map[string]any{"title": "ACI" + hostile,
+			"components": []map[string]any{{"type": "text", "text": hostile}, {"type": "button", "action": "go", "label": hostile}}}}
 	case "status":
 		res = map[string]any{"version": "test", "safeMode": false}
 	case "model.show":

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -71,13 +72,14 @@ var actions = map[string]action{
 		return p
 	}},
 	"model.clear": {method: "model.clear", params: none},
-	"aci.console_action": {method: methodACIAction, params: func(f url.Values) any {
+	"aci.console_action": {method: methodACIConsole, params: func(f url.Values) any {
 		payload := map[string]string{}
 		if k := f.Get("key"); k != "" {
 			// Both spellings upstream's renderers use (runtime/aci/sdui).
 			payload["key"], payload["value"], payload[k] = k, f.Get("value"), f.Get("value")
 		}
-		return map[string]any{"package": f.Get("package"), "service": f.Get("service"), "action": f.Get("action"), "payload": payload}
+		b, _ := json.Marshal(payload)
+		return map[string]any{"package": f.Get("package"), "service": f.Get("service"), "action": f.Get("action"), "payload": string(b)}
 	}},
 }
 

@@ -172,7 +172,7 @@ func TestActions(t *testing.T) {
 		{"model with a new key", url.Values{"op": {"model.set"}, "provider": {"openai"}, "key": {"sk-secret"}}, "model.set", `{"provider":"openai","key":"sk-secret"}`, http.StatusSeeOther},
 		{"pairing code is shown", url.Values{"op": {"desktop.code"}}, "desktop.code", `null`, http.StatusOK},
 		{"aci input", url.Values{"op": {"aci.console_action"}, "package": {"p"}, "service": {"s"}, "action": {"set"}, "key": {"q"}, "value": {"v"}},
-			methodACIAction, `{"package":"p","service":"s","action":"set","payload":{"key":"q","value":"v","q":"v"}}`, http.StatusSeeOther},
+			methodACIConsole, `{"package":"p","service":"s","action":"set","payload":"{\"key\":\"q\",\"q\":\"v\",\"value\":\"v\"}"}`, http.StatusSeeOther},
 		{"authorization deny", url.Values{"op": {"callers.answer"}, "requestId": {"auth-1"}, "allow": {"false"}}, "callers.answer", `{"requestId":"auth-1","allow":false}`, http.StatusSeeOther},
 	}
 	for _, tt := range tests {

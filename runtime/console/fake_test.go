@@ -113,12 +113,11 @@ func fullAdmin(cards int) *fakeAdmin {
 		"model.show":       js(map[string]any{"configured": true, "provider": "openai", "model": "gpt" + hostile, "keySet": true, "usable": true}),
 		"model.set":        `{"configured":true}`,
 		"status":           js(map[string]any{"version": "test", "safeMode": false, "tasks": map[string]any{"running": 0}, "platform": map[string]any{"zone": hostile}}),
-		methodACIConsoles:  js([]map[string]any{{"package": "org.example.aci", "service": "console" + hostile}}),
-		methodACIUI: js(map[string]any{"title": "ACI " + hostile, "updatedAt": 1, "schema_version": "aci-sdui-v1", "components": []map[string]any{
+		methodACIList:      js([]map[string]any{{"package": "org.example.aci", "service": "console" + hostile, "capabilities": []string{"console_ui"}}}),
+		methodACIConsole: js(map[string]any{"package": "org.example.aci", "service": "console", "snapshot": map[string]any{"title": "ACI " + hostile, "updatedAt": 1, "schema_version": "aci-sdui-v1", "components": []map[string]any{
 			{"type": "heading", "text": hostile}, {"type": "text", "text": hostile}, {"type": "card", "title": hostile, "body": hostile},
 			{"type": "button", "action": "go", "label": hostile}, {"type": "input", "key": "q", "label": hostile, "action": "set", "value": hostile},
-			{"type": "listitem", "text": hostile}, {"type": "divider"}}}),
-		methodACIAction: `{"ok":true}`,
+			{"type": "listitem", "text": hostile}, {"type": "divider"}}}}),
 	}}
 }
 

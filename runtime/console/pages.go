@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"embed"
@@ -346,25 +347,31 @@ type aciData struct {
 	Problems []problem
 }
 
-// The ACI console methods the page calls: the list of controlled apps'
-// consoles, a console's snapshot, and an action on it.
+// The ACI methods the page calls (runtime/aci/controller): the apps'
+// ACI services, and one app's console (console_ui), after applying an
+// action (console_action) when the params name one.
 const (
-	methodACIConsoles = "aci.consoles"
-	methodACIUI       = "aci.console_ui"
-	methodACIAction   = "aci.console_action"
+	methodACIList    = "aci.list"
+	methodACIConsole = "aci.console"
 )
 
 func (s *Server) aciPage(ctx context.Context, r *http.Request, peer transport.Cred) (any, error) {
 	var d aciData
-	if err := s.call(ctx, peer, methodACIConsoles, nil, &d.Consoles); err != nil {
+	if err := s.call(ctx, peer, methodACIList, nil, &d.Consoles); err != nil {
 		d.Problems = append(d.Problems, problem{"ACI consoles", why(err)})
 	}
 	q := r.URL.Query()
 	if pkg, svc := q.Get("package"), q.Get("service"); pkg != "" {
 		d.Package, d.Service = pkg, svc
-		raw, err := s.admin.Invoke(ctx, peer, methodACIUI, map[string]string{"package": pkg, "service": svc})
+		raw, err := s.admin.Invoke(ctx, peer, methodACIConsole, map[string]string{"package": pkg, "service": svc})
 		if err == nil {
-			d.Snapshot, d.Warning, err = sdui.Parse(unwrapSnapshot(raw))
+			var w struct {
+				Warning string `json:"warning"`
+			}
+			json.Unmarshal(raw, &w)
+			var warn string
+			d.Snapshot, warn, err = sdui.Parse(unwrapSnapshot(raw))
+			d.Warning = cmp.Or(w.Warning, warn)
 		}
 		if err != nil {
 			d.Problems = append(d.Problems, problem{"Console of " + pkg, why(err)})
