@@ -82,8 +82,11 @@ type Inventory struct {
 	sources []pool.Source       // for the run's pool, as admitted
 	servers []*adbserver.Server // private adb servers
 	vdevs   []*virtual.Device   // virtual devices started here
-	keep    bool
-	closed  bool
+	// leases are this run's holds on its virtual devices: another live
+	// run neither adopts nor restarts them.
+	leases []*virtual.Lease
+	keep   bool
+	closed bool
 }
 
 // inventoryOptions say how OpenInventory treats virtual devices.
@@ -221,6 +224,16 @@ func (inv *Inventory) addVirtual(ctx context.Context, cfg *config.Config, v *con
 		in, known := onDisk[name]
 		d := &Device{Source: "virtual", Name: name, Serial: in.Serial, State: in.State}
 		devs[i] = d
+		if o.start {
+			// A run uses only the devices it leases: another live run's
+			// device would get this run's provisioning and scenarios.
+			l, err := virtual.TakeLease(dir, name)
+			if err != nil {
+				d.State = "unavailable: " + oneLine(err.Error())
+				continue
+			}
+			inv.leases = append(inv.leases, l)
+		}
 		switch {
 		case known && in.State == "running":
 			if o.start {
@@ -336,6 +349,11 @@ func (inv *Inventory) Close() error {
 	var errs []error
 	for _, s := range inv.servers {
 		errs = append(errs, s.Close())
+	}
+	// Released after the devices stopped, so no other run starts one
+	// while this run is still stopping it.
+	for _, l := range inv.leases {
+		errs = append(errs, l.Release())
 	}
 	return errors.Join(errs...)
 }

@@ -9,8 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentoslab/agentlab/internal/table"
+
 	"github.com/mattn/go-isatty"
-	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 	"github.com/olekukonko/tablewriter/tw"
 )
@@ -262,13 +263,13 @@ func consoleTable(w io.Writer, width int, cols []column, rows [][]string) error 
 	}
 
 	var header []string
-	perColumn := tw.NewMapper[int, int]()
+	perColumn := map[int]int{}
 	for i, c := range cols {
 		if !active[i] {
 			continue
 		}
 		if widths[i] < natural[i] {
-			perColumn.Set(len(header), widths[i])
+			perColumn[len(header)] = widths[i]
 		}
 		header = append(header, c.header)
 	}
@@ -280,30 +281,14 @@ func consoleTable(w io.Writer, width int, cols []column, rows [][]string) error 
 			}
 		}
 	}
-	return renderTable(w, header, body, perColumn)
+	return table.Write(w, header, body, perColumn)
 }
 
 // WriteTable writes a table the way the console report draws its own:
 // every table agentlab prints goes through here, so they all look alike.
 // Cells are printed as given (callers strip control characters).
 func WriteTable(w io.Writer, header []string, rows [][]string) error {
-	return renderTable(w, header, rows, tw.NewMapper[int, int]())
-}
-
-func renderTable(w io.Writer, header []string, body [][]string, perColumn tw.Mapper[int, int]) error {
-	opts := []tablewriter.Option{
-		tablewriter.WithRowAutoWrap(tw.WrapNormal),
-		tablewriter.WithTrimSpace(tw.Off),
-	}
-	if perColumn.Len() > 0 {
-		opts = append(opts, tablewriter.WithColumnWidths(perColumn))
-	}
-	t := tablewriter.NewTable(w, opts...)
-	t.Header(header)
-	if err := t.Bulk(body); err != nil {
-		return err
-	}
-	return t.Render()
+	return table.Write(w, header, rows)
 }
 
 // byKey returns the indexes of the columns whose key is positive, in

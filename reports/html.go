@@ -102,7 +102,10 @@ func (w htmlWriter) fact(name, value string) {
 	w.raw("</dd>\n")
 }
 
-func writeHTML(out io.Writer, r *Run) error {
+func writeHTML(out io.Writer, r *Run) error { return writeHTMLWith(out, r, nil) }
+
+// writeHTMLWith is writeHTML with extra sections after the scenarios.
+func writeHTMLWith(out io.Writer, r *Run, extra func(htmlWriter)) error {
 	w := htmlWriter{bufio.NewWriterSize(out, 64<<10)}
 	s := r.Summary
 	ids := make(map[*Scenario]string, len(r.Scenarios))
@@ -152,6 +155,9 @@ func writeHTML(out io.Writer, r *Run) error {
 	writeHTMLDevices(w, r)
 	writeHTMLTimeline(w, r, ids)
 	writeHTMLScenarios(w, r, ids)
+	if extra != nil {
+		extra(w)
+	}
 
 	w.raw("<footer>results schema ")
 	w.text(r.SchemaVersion)

@@ -3,214 +3,137 @@ package scenarios
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentoslab/agentlab/internal/testenv"
+	"github.com/agentoslab/agentlab/reports"
+	"github.com/agentoslab/agentlab/runtime/faults"
 )
 
 // The issue's acceptance: breaking a rule in the runtime on purpose makes
-// the scenarios that guard it fail. TestFaultInjection builds agentlab,
-// boots a virtual device, lets agentlab run provision it with a runtime
-// built with the agentos_faultinject tag, and runs a handful of scenarios
-// through the real agentlab run: first with no fault (all pass on the
-// tagged runtime), then with each fault selected in the runtime's fault
-// file. The scenarios guarding the broken rule must fail on the named
-// checks; the others must still pass.
+// the scenarios that guard it fail. TestKillMatrix runs the real
+// agentlab mutate --guards on one virtual device: the runtime built with
+// the agentos_faultinject tag, every fault's guarding scenarios (declared
+// with the fault in runtime/faults) run once with no fault, where they
+// pass, and then each fault against its own guards. Every fault must be
+// caught — by the named checks below where they are pinned — and the kill
+// matrix must be in the output and in report.html. (agentlab mutate with
+// its defaults runs the whole suite per fault; that is the nightly's, not
+// a test's, budget.)
 
-// faultCase is one fault: the scenarios whose named checks must fail, and
-// scenarios that must still pass.
-type faultCase struct {
-	fault string
-	fail  map[string][]string // scenario → checks that must fail
-	pass  []string
+// mutateYAML: one virtual device, the stub, the suite, a state directory
+// and an output of the test's own.
+const mutateYAML = `stateDir: %[1]s/state
+devices:
+  virtual:
+    count: 1
+    sdk: 35
+    rootMethod: magisk
+model: stub
+timeouts: {scenario: 5m, provision: 3m, health: 30s}
+retries: {attempts: 2, budget: 20, labFaultRequeues: 10}
+artifacts: {policy: on-failure}
+output: %[1]s/out
+scenarios: [%[2]s]
+`
+
+// pinned are checks that must be among those a fault turns red: the
+// rule's own checks, so a matrix that catches a fault by accident only
+// (a step that errors elsewhere) does not pass for these.
+var pinned = map[string][]string{
+	"scope_widen":                {"security/compromised-scope: onlyEchoOffered", "third-party/catalog-tools: scopeWithoutEchoBlocksIt"},
+	"app_answers_consent":        {"security/self-consent: adminSocketClosedUnread", "security/self-consent: stillPending"},
+	"revoke_keeps_tasks":         {"third-party/revoke-closes: tasksCancelled", "third-party/revoke-after-detach: tasksCancelled"},
+	"spoofed_caller_name":        {"third-party/spoofed-name: cardCallerPackageIsReal"},
+	"pairing_attempts_unlimited": {"desktop/pairing: tooManyAttempts"},
+	"pairing_code_reusable":      {"desktop/pairing: codeIsOneTime"},
+	"desktop_any_uid":            {"desktop/uid-admission: appUidClosedUnread"},
+	"read_skill_dotdot":          {"security/read-skill-traversal: dotDotRefused"},
+	"session_mcp_loopback":       {"third-party/sessions: mcpLoopbackRejected"},
+	"model_key_logged":           {"security/model-key-not-logged: keyNotInRuntimeLog"},
+	"oversize_closes_channel":    {"security/oversize-stays-open: endTurn", "security/oversize-stays-open: nextPromptServed"},
+	"consent_timeout_allows":     {"fault/consent-timeout-short: deniedByTimeout"},
+	"high_offers_always_allow":   {"consent/sample-apps: highOnlyOnceDeny"},
+	"unoffered_answer_allows":    {"consent/surface: notOfferedIsDeny"},
 }
 
-// The faults of runtime/internal/faultinject (internal to the runtime, so
-// named here again) and its fault file under the supervisor's root.
-const (
-	faultScopeWiden        = "scope_widen"
-	faultAppAnswersConsent = "app_answers_consent"
-	faultRevokeKeepsTasks  = "revoke_keeps_tasks"
-	faultFile              = "/data/agentos/faultinject"
-)
-
-var faultCases = []faultCase{
-	{fault: faultScopeWiden,
-		fail: map[string][]string{
-			"security/compromised-scope": {"onlyEchoOffered", "outOfScopeNotInCatalog"},
-			"third-party/catalog-tools":  {"scopeWithoutEchoBlocksIt"},
-		},
-		pass: []string{"third-party/unauthorized-pending"}},
-	{fault: faultAppAnswersConsent,
-		fail: map[string][]string{
-			"security/self-consent": {"adminSocketClosedUnread", "stillPending"},
-		},
-		pass: []string{"third-party/unauthorized-pending"}},
-	{fault: faultRevokeKeepsTasks,
-		fail: map[string][]string{
-			"third-party/revoke-closes":       {"tasksCancelled"},
-			"third-party/revoke-after-detach": {"tasksCancelled"},
-		},
-		pass: []string{"third-party/usable-no-scope"}},
+// survivors are faults no scenario can catch yet, each with why. The test
+// fails when one of them is caught, so the list only shrinks.
+var survivors = map[string]string{
+	"provider_peer_uid_unchecked": "the launcher refuses to start a service whose socket a stranger holds (socket_taken) " +
+		"before the runtime dials it, so no scenario reaches the runtime's own check; its unit test in " +
+		"runtime/ext/internal/provider proves the fault",
 }
 
-func TestFaultInjection(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+func TestKillMatrix(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	agentlab, repo, adb := labBinary(t, ctx, "builds a runtime and runs scenarios on a virtual device")
+	agentlab, repo, _ := labBinary(t, ctx, "runs agentlab mutate --guards on a virtual device (about 10 minutes)")
 	tmp := filepath.Dir(agentlab)
-
-	// One virtual device on its own adb server, so nothing of this test
-	// reaches another test's devices.
-	stateDir := filepath.Join(tmp, "vdevices")
-	name := fmt.Sprintf("fi-%d", os.Getpid())
-	devPort, adbPort := freePort(t), freePort(t)
-	mustRun(t, ctx, repo, agentlab, "vdevice", "start", "--name", name, "--port", strconv.Itoa(devPort), "--state-dir", stateDir)
-	t.Cleanup(func() {
-		exec.Command(agentlab, "vdevice", "stop", name, "--state-dir", stateDir).Run()
-	})
-	serial := "127.0.0.1:" + strconv.Itoa(devPort)
-	adbArgs := func(args ...string) []string { return append([]string{"-P", strconv.Itoa(adbPort)}, args...) }
-	mustRun(t, ctx, repo, adb, adbArgs("connect", serial)...)
-	t.Cleanup(func() { exec.Command(adb, adbArgs("kill-server")...).Run() })
-
 	cfg := filepath.Join(tmp, "lab.yaml")
+	require.NoError(t, os.WriteFile(cfg, fmt.Appendf(nil, mutateYAML, tmp, filepath.Join(repo, "scenarios")), 0o644))
+
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, agentlab, "--config", cfg, "--json", "mutate", "--guards")
+	cmd.Dir = repo
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	var ee *exec.ExitError
+	if err != nil && (!errors.As(err, &ee) || ee.ExitCode() != 1) {
+		t.Fatalf("agentlab mutate: %v\n%s", err, tailLines(stderr.String(), 60))
+	}
+	t.Logf("agentlab mutate --guards, %d faults: %s", len(faults.All), time.Since(start).Round(time.Second))
+
+	var m reports.KillMatrix
+	require.NoError(t, json.Unmarshal(stdout, &m), "mutate --json prints the matrix\n%s", tailLines(stderr.String(), 40))
 	out := filepath.Join(tmp, "out")
-	labYAML := fmt.Sprintf("devices:\n  adb:\n    - server: 127.0.0.1:%d\nmodel: stub\nbuild:\n  tags: [agentos_faultinject]\nscenarios:\n  - %s\noutput: %s\nretries:\n  attempts: 1\n",
-		adbPort, filepath.Join(repo, "scenarios"), out)
-	if err := os.WriteFile(cfg, []byte(labYAML), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	setFault := func(fault string) {
-		t.Helper()
-		cmd := "rm -f " + faultFile
-		if fault != "" {
-			cmd = "echo " + fault + " > " + faultFile + " && chmod 0644 " + faultFile
-		}
-		mustRun(t, ctx, repo, adb, adbArgs("-s", serial, "shell", "su -c '"+cmd+"'")...)
-	}
-	run := func(label string, names []string) map[string]scenarioResult {
-		t.Helper()
-		args := []string{"run", "--config", cfg, "--out", filepath.Join(out, label)}
-		for _, n := range names {
-			args = append(args, "--scenario", n)
-		}
-		cmd := exec.CommandContext(ctx, agentlab, args...)
-		cmd.Dir = repo
-		b, err := cmd.CombinedOutput()
-		// Exit 1 is product failures, which the faults are for.
-		if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 1) {
-			t.Fatalf("agentlab run (%s): %v\n%s", label, err, b)
-		}
-		res, err := readResults(filepath.Join(out, label, "results.json"))
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", label, err, b)
-		}
-		return res
-	}
+	onDisk, err := os.ReadFile(filepath.Join(out, reports.KillMatrixFile))
+	require.NoError(t, err)
+	var written reports.KillMatrix
+	require.NoError(t, json.Unmarshal(onDisk, &written))
+	assert.Equal(t, m, written, "kill-matrix.json is what --json printed")
+	page, err := os.ReadFile(filepath.Join(out, "report.html"))
+	require.NoError(t, err)
+	assert.Contains(t, string(page), `<section id="kill-matrix">`)
 
-	// Every scenario of the cases, with no fault: the tagged runtime
-	// behaves like the product (this run also provisions the device).
-	var all []string
-	for _, fc := range faultCases {
-		for s := range fc.fail {
-			all = append(all, s)
+	assert.Empty(t, m.Baseline.Red, "every guard passes without a fault")
+	byName := map[string]reports.KillFault{}
+	for _, f := range m.Faults {
+		byName[f.Name] = f
+	}
+	for _, f := range faults.All {
+		kf, ran := byName[f.Name]
+		if !assert.True(t, ran, "fault %s had no round", f.Name) {
+			continue
 		}
-		all = append(all, fc.pass...)
-	}
-	slices.Sort(all)
-	all = slices.Compact(all)
-	for name, r := range run("baseline", all) {
-		if r.Verdict != "pass" {
-			t.Errorf("baseline: %s is %s without a fault (failed checks %v)", name, r.Verdict, r.Failed)
+		if why, ok := survivors[f.Name]; ok {
+			assert.False(t, kf.Caught, "%s is caught now (by %v): take it off the survivors (%s)", f.Name, kf.Checks, why)
+			continue
+		}
+		if assert.True(t, kf.Caught, "fault %s survived its guards %v", f.Name, f.Guards) {
+			t.Logf("%s caught by %s", f.Name, strings.Join(kf.Checks, "; "))
+		}
+		for _, c := range pinned[f.Name] {
+			assert.True(t, slices.Contains(kf.Checks, c), "%s did not turn %q red (red: %v)", f.Name, c, kf.Checks)
 		}
 	}
-	if t.Failed() {
-		t.FailNow()
-	}
-
-	for _, fc := range faultCases {
-		t.Run(fc.fault, func(t *testing.T) {
-			setFault(fc.fault)
-			defer setFault("")
-			var names []string
-			for s := range fc.fail {
-				names = append(names, s)
-			}
-			names = append(names, fc.pass...)
-			res := run(fc.fault, names)
-			for s, checks := range fc.fail {
-				r, ok := res[s]
-				switch {
-				case !ok:
-					t.Errorf("%s did not run", s)
-				case r.Verdict != "fail":
-					t.Errorf("with %s, %s is %s; want fail", fc.fault, s, r.Verdict)
-				default:
-					for _, c := range checks {
-						if !slices.Contains(r.Failed, c) {
-							t.Errorf("with %s, %s failed on %v but not on %s", fc.fault, s, r.Failed, c)
-						}
-					}
-					t.Logf("with %s, %s fails: %s", fc.fault, s, strings.Join(r.Failed, ", "))
-				}
-			}
-			for _, s := range fc.pass {
-				if r := res[s]; r.Verdict != "pass" {
-					t.Errorf("with %s, the unrelated %s is %q (failed %v); want pass", fc.fault, s, r.Verdict, r.Failed)
-				}
-			}
-		})
-	}
-}
-
-// scenarioResult is a scenario's verdict in results.json and the names
-// of its failed checks.
-type scenarioResult struct {
-	Verdict string
-	Failed  []string
-}
-
-func readResults(path string) (map[string]scenarioResult, error) {
-	b, err := os.ReadFile(path)
+	t.Logf("%d of %d faults caught; %d unproven checks among the guards", m.Caught, len(m.Faults), m.UnprovenCount)
 	if err != nil {
-		return nil, err
+		// Exit 1 is a survivor: only the listed ones may survive.
+		assert.Equal(t, len(survivors), m.Survived, "agentlab mutate exited 1")
 	}
-	var doc struct {
-		Scenarios []struct {
-			Name     string `json:"name"`
-			Verdict  string `json:"verdict"`
-			Attempts []struct {
-				Checks []struct {
-					Name string `json:"name"`
-					OK   bool   `json:"ok"`
-				} `json:"checks"`
-			} `json:"attempts"`
-		} `json:"scenarios"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	out := map[string]scenarioResult{}
-	for _, s := range doc.Scenarios {
-		r := scenarioResult{Verdict: s.Verdict}
-		if n := len(s.Attempts); n > 0 {
-			for _, c := range s.Attempts[n-1].Checks {
-				if !c.OK {
-					r.Failed = append(r.Failed, c.Name)
-				}
-			}
-		}
-		out[s.Name] = r
-	}
-	return out, nil
 }
 
 // labBinary skips unless this machine can run virtual devices (root,
@@ -222,37 +145,17 @@ func labBinary(t *testing.T, ctx context.Context, what string) (agentlab, repo, 
 	if testing.Short() {
 		t.Skip(what + "; skipped with -short")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: virtual devices are Linux namespaces")
-	}
-	adb, err := exec.LookPath("adb")
-	if err != nil {
-		t.Skip("needs adb (Debian package adb)")
-	}
+	testenv.NeedRoot(t)
+	adb = testenv.NeedADB(t)
+	var err error
 	if repo, err = filepath.Abs(".."); err != nil {
 		t.Fatal(err)
 	}
 	agentlab = filepath.Join(t.TempDir(), "agentlab")
-	mustRun(t, ctx, repo, "go", "build", "-o", agentlab, "./lab/cmd/agentlab")
+	build := exec.CommandContext(ctx, "go", "build", "-o", agentlab, "./lab/cmd/agentlab")
+	build.Dir = repo
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
 	return agentlab, repo, adb
-}
-
-func mustRun(t *testing.T, ctx context.Context, dir, name string, args ...string) {
-	t.Helper()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, b)
-	}
-}
-
-// freePort returns a TCP port nothing listens on right now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

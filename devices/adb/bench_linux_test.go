@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/electricbubble/gadb"
+	"github.com/stretchr/testify/require"
 
 	"github.com/agentoslab/agentlab/devices/virtual"
 )
@@ -58,14 +59,14 @@ func BenchmarkDial(b *testing.B) {
 	defer cancel()
 	mustShell(b, v.d, "vdevtool serve localabstract:bench-echo >/dev/null 2>&1 &")
 	var conn net.Conn
-	waitFor(b, "echo server", 10*time.Second, func() bool {
+	require.Eventually(b, func() bool {
 		c, err := v.d.Dial(ctx, "localabstract:bench-echo")
 		if err != nil {
 			return false
 		}
 		conn = c
 		return true
-	})
+	}, 10*time.Second, 50*time.Millisecond, "waiting for echo server")
 	defer conn.Close()
 	// The server first says who connected.
 	line := make([]byte, 0, 32)

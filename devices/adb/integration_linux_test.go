@@ -25,6 +25,9 @@ import (
 	"github.com/agentoslab/agentlab/devices/adb"
 	"github.com/agentoslab/agentlab/devices/adbserver"
 	"github.com/agentoslab/agentlab/devices/virtual"
+	"github.com/agentoslab/agentlab/internal/testenv"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestMain(m *testing.M) {
@@ -44,12 +47,7 @@ type vdev struct {
 // a private adb server and connects it, or skips where this host cannot.
 func startVirtual(t testing.TB, root string) vdev {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("virtual devices need root (CAP_SYS_ADMIN); run the tests as root")
-	}
-	if _, err := exec.LookPath("adb"); err != nil {
-		t.Skip("adb not on PATH: install the Debian package adb")
-	}
+	testenv.NeedVirtualDevices(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	as, err := adbserver.Start(ctx, nil)
@@ -90,21 +88,6 @@ func mustShell(t testing.TB, d devices.Device, cmd string) string {
 		t.Fatalf("shell %q: exit %d, %v: %s%s", cmd, res.ExitCode, err, res.Stdout, res.Stderr)
 	}
 	return string(res.Stdout)
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for wait := 20 * time.Millisecond; ; wait = min(wait*2, 500*time.Millisecond) {
-		if cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(wait)
-	}
 }
 
 func TestVirtualDevice(t *testing.T) {
@@ -206,25 +189,16 @@ func TestVirtualDevice(t *testing.T) {
 			return l1 + l2, err
 		}
 		var port int
-		waitFor(t, "echo server via forward", 10*time.Second, func() bool {
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
 			p, err := v.d.Forward(c, "tcp:0", "localabstract:lab-echo")
-			if err != nil {
-				t.Fatalf("Forward: %v", err)
-			}
+			require.NoError(ct, err, "Forward")
 			port = p
 			conn, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(p))
-			if err != nil {
-				return false
-			}
+			require.NoError(ct, err)
 			got, err := echo(conn)
-			if err != nil {
-				return false
-			}
-			if got != "uid=2000\nping\n" {
-				t.Fatalf("through the forward: %q", got)
-			}
-			return true
-		})
+			require.NoError(ct, err)
+			assert.Equal(ct, "uid=2000\nping\n", got, "through the forward")
+		}, 10*time.Second, 50*time.Millisecond, "waiting for echo server via forward")
 		if err := v.d.RemoveForward(c, "tcp:"+strconv.Itoa(port)); err != nil {
 			t.Fatal(err)
 		}
@@ -419,10 +393,10 @@ func TestVirtualRebootAndModule(t *testing.T) {
 				// No root solution runs boot scripts on a plain debuggable build.
 				return
 			}
-			waitFor(t, "service.sh marker", 15*time.Second, func() bool {
+			require.Eventually(t, func() bool {
 				res, err := v.d.Shell(c, "cat /data/local/tmp/labmod.service")
 				return err == nil && strings.HasPrefix(string(res.Stdout), "ran in /data/adb/modules/labmod")
-			})
+			}, 15*time.Second, 50*time.Millisecond, "waiting for service.sh marker")
 		})
 	}
 }

@@ -9,19 +9,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-func needADB(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("adb"); err != nil {
-		t.Skip("adb not on PATH: install the Debian package adb (CI does)")
-	}
-}
+	"github.com/agentoslab/agentlab/internal/testenv"
+)
 
 // TestTwoServers: two private servers run side by side; killing one does
 // not touch the other, and Close leaves no process behind.
 func TestTwoServers(t *testing.T) {
-	needADB(t)
+	testenv.NeedADB(t)
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -15,6 +15,7 @@ import (
 	"github.com/agentoslab/agentlab/devices"
 	"github.com/agentoslab/agentlab/devices/adb"
 	"github.com/agentoslab/agentlab/devices/adb/adbtest"
+	"github.com/stretchr/testify/assert"
 )
 
 // sdk is a fake Android SDK: shell scripts standing in for avdmanager,
@@ -104,13 +105,9 @@ func appearWhenStarted(t *testing.T, s sdk, srv *adbtest.Server, d *adbtest.Devi
 	t.Cleanup(func() { <-done })
 	go func() {
 		defer close(done)
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			if s.read("emulator.args") != "" {
-				srv.AddDevice(d)
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
+		started := func() bool { return s.read("emulator.args") != "" }
+		if assert.Eventually(t, started, 10*time.Second, 20*time.Millisecond, "the emulator never started") {
+			srv.AddDevice(d)
 		}
 	}()
 }

@@ -5,7 +5,6 @@ package pool_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,22 +14,15 @@ import (
 	"github.com/agentoslab/agentlab/devices/adbserver"
 	"github.com/agentoslab/agentlab/devices/pool"
 	"github.com/agentoslab/agentlab/devices/virtual"
+	"github.com/agentoslab/agentlab/internal/testenv"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestMain(m *testing.M) {
 	// This test binary is also every virtual device's init and tools.
 	virtual.Init()
 	os.Exit(m.Run())
-}
-
-func needVirtual(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("virtual devices need root (CAP_SYS_ADMIN); run the tests as root")
-	}
-	if _, err := exec.LookPath("adb"); err != nil {
-		t.Skip("adb not on PATH: install the Debian package adb")
-	}
 }
 
 // lab is adb servers with virtual devices connected to them.
@@ -43,7 +35,7 @@ type lab struct {
 // many virtual devices on each.
 func newLab(t testing.TB, perServer ...int) *lab {
 	t.Helper()
-	needVirtual(t)
+	testenv.NeedVirtualDevices(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	l := &lab{devs: map[string]*virtual.Device{}}
@@ -85,17 +77,14 @@ func (l *lab) sources() []pool.Source {
 
 func waitState(t *testing.T, p *pool.Pool, serial string, want pool.State, d time.Duration) pool.Status {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for wait := 20 * time.Millisecond; ; wait = min(wait*2, 250*time.Millisecond) {
-		s, err := p.Device(serial)
-		if err == nil && s.State == want {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: state %s (%s), want %s", serial, s.State, s.Reason, want)
-		}
-		time.Sleep(wait)
-	}
+	var s pool.Status
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got, err := p.Device(serial)
+		require.NoError(c, err)
+		require.Equal(c, want, got.State, "%s: state %s (%s)", serial, got.State, got.Reason)
+		s = got
+	}, d, 50*time.Millisecond)
+	return s
 }
 
 // TestFourVirtualDevices: four devices on two adb servers are leased at

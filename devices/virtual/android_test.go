@@ -138,10 +138,10 @@ func TestAndroidShape(t *testing.T) {
 	// A reboot keeps it all.
 	a.must("-s", d.Serial(), "reboot")
 	a.must("-s", d.Serial(), "wait-for-device")
-	waitFor(t, "boot", 30*time.Second, func() bool {
+	require.Eventually(t, func() bool {
 		out, _ := a.shell(d, "getprop sys.boot_completed")
 		return strings.TrimSpace(out) == "1"
-	})
+	}, 30*time.Second, 20*time.Millisecond, "waiting for boot")
 	assert.Equal(t, "[127.0.0.9] <nil>", probe(false, "dns", "model.agentlab.test"))
 	assert.Equal(t, "Asia/Shanghai", strings.TrimSpace(a.mustShell(d, "getprop persist.sys.timezone")))
 }
@@ -158,10 +158,10 @@ func TestTimeZoneOption(t *testing.T) {
 	a.mustShell(d, "su -c 'setprop persist.agentos.fallback_dns 192.0.2.53'")
 	a.must("-s", d.Serial(), "reboot")
 	a.must("-s", d.Serial(), "wait-for-device")
-	waitFor(t, "boot", 30*time.Second, func() bool {
+	require.Eventually(t, func() bool {
 		out, _ := a.shell(d, "getprop sys.boot_completed")
 		return strings.TrimSpace(out) == "1"
-	})
+	}, 30*time.Second, 20*time.Millisecond, "waiting for boot")
 	assert.Equal(t, "192.0.2.53", strings.TrimSpace(a.mustShell(d, "getprop persist.agentos.fallback_dns")))
 	assert.Equal(t, "America/New_York", strings.TrimSpace(a.mustShell(d, "getprop persist.sys.timezone")))
 

@@ -19,12 +19,13 @@ import (
 
 	"github.com/agentoslab/agentlab/devices/internal/adbwire"
 	"github.com/agentoslab/agentlab/devices/virtual"
+	"github.com/agentoslab/agentlab/internal/testenv"
 )
 
 // BenchmarkBoot measures boot to shell-ready: Start returns once the
 // device has booted and serves adb (target < 500 ms).
 func BenchmarkBoot(b *testing.B) {
-	needDevices(b)
+	testenv.NeedRoot(b)
 	dir := b.TempDir()
 	var total time.Duration
 	for i := 0; b.Loop(); i++ {
@@ -59,7 +60,7 @@ func BenchmarkPush(b *testing.B) {
 // get through this adb server and CLI, so its ratio is the ceiling of
 // BenchmarkPush's.
 func BenchmarkPushCeiling(b *testing.B) {
-	needDevices(b)
+	testenv.NeedRoot(b)
 	d := startDevice(b, nil) // only for a raw copy into the same folder
 	dev := startDiscardDevice(b)
 	a := newADB(b)

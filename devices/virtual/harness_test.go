@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentoslab/agentlab/devices/adbserver"
 	"github.com/agentoslab/agentlab/devices/virtual"
+	"github.com/agentoslab/agentlab/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -28,27 +29,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// needDevices skips when this host can not run virtual devices.
-func needDevices(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("virtual devices need root (CAP_SYS_ADMIN); run the tests as root")
-	}
-}
-
-// needADB skips when the adb CLI is missing.
-func needADB(t testing.TB) {
-	t.Helper()
-	if _, err := exec.LookPath("adb"); err != nil {
-		t.Skip("adb not on PATH: install the Debian package adb (CI does)")
-	}
-}
-
 // startDevice boots a device in a fresh state dir and stops it at the
 // end of the test.
 func startDevice(t testing.TB, o *virtual.Options) *virtual.Device {
 	t.Helper()
-	needDevices(t)
+	testenv.NeedRoot(t)
 	if o == nil {
 		o = &virtual.Options{}
 	}
@@ -83,7 +68,7 @@ type adbHarness struct {
 
 func newADB(t testing.TB) *adbHarness {
 	t.Helper()
-	needADB(t)
+	testenv.NeedADB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	srv, err := adbserver.Start(ctx, nil)
@@ -162,18 +147,6 @@ func (a *adbHarness) mustShell(d *virtual.Device, cmd string) string {
 		a.t.Fatalf("adb shell %q: exit %d: %s", cmd, code, out)
 	}
 	return out
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func writeFile(t testing.TB, dir, name string, b []byte) string {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/devices/virtual"
+	"github.com/agentoslab/agentlab/internal/testenv"
+	"github.com/stretchr/testify/require"
 )
 
 // TestKeptDeviceOutlivesItsBinary: a kept device whose keeper was started
@@ -22,7 +24,7 @@ import (
 // the executable, not the path that started it.
 func TestKeptDeviceOutlivesItsBinary(t *testing.T) {
 	t.Parallel()
-	needDevices(t)
+	testenv.NeedRoot(t)
 	a := newADB(t)
 	bin := filepath.Join(t.TempDir(), "agentlab")
 	copyExecutable(t, bin)
@@ -82,10 +84,10 @@ func TestKeptDeviceOutlivesItsBinary(t *testing.T) {
 	a.must("-s", in.Serial, "reboot")
 	a.must("-s", in.Serial, "wait-for-device")
 	// A non-persistent property is gone only if the device booted again.
-	waitFor(t, "the device to boot again", 30*time.Second, func() bool {
+	require.Eventually(t, func() bool {
 		out, code := shell("getprop debug.kept.boot")
 		return code == 0 && strings.TrimSpace(out) == ""
-	})
+	}, 30*time.Second, 20*time.Millisecond, "waiting for the device to boot again")
 	run("after reboot")
 	if in := infoOf(t, stateDir, "kept"); in.State != "running" || in.PID != started.PID {
 		t.Errorf("after reboot the device is listed as %+v; want running under keeper %d", in, started.PID)

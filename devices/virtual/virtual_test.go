@@ -25,8 +25,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentoslab/agentlab/devices/virtual"
 	"github.com/electricbubble/gadb"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentoslab/agentlab/devices/virtual"
+	"github.com/agentoslab/agentlab/internal/testenv"
 )
 
 // TestADBShellAndProps covers what a lab does first with a phone: connect,
@@ -202,7 +205,7 @@ func TestForwardAndReverse(t *testing.T) {
 	// A server inside the device, started with a shell command.
 	a.mustShell(d, "vdevtool serve localabstract:lab-echo >/dev/null 2>&1 &")
 	var port string
-	waitFor(t, "forward", 10*time.Second, func() bool {
+	require.Eventually(t, func() bool {
 		out, code := a.run("-s", d.Serial(), "forward", "tcp:0", "localabstract:lab-echo")
 		port = strings.TrimSpace(out)
 		if code != 0 {
@@ -225,7 +228,7 @@ func TestForwardAndReverse(t *testing.T) {
 			t.Fatalf("through the forward: %q %q; want uid=2000 (adbd's identity) and the echo", l1, l2)
 		}
 		return true
-	})
+	}, 10*time.Second, 20*time.Millisecond, "waiting for forward")
 	if out := a.must("forward", "--list"); !strings.Contains(out, "tcp:"+port+" localabstract:lab-echo") {
 		t.Errorf("forward --list: %q", out)
 	}
@@ -378,11 +381,11 @@ func TestRebootModuleAndPersistence(t *testing.T) {
 	}
 	// service.sh is late start, not waited for: poll for its marker.
 	var marker string
-	waitFor(t, "service.sh marker", 10*time.Second, func() bool {
+	require.Eventually(t, func() bool {
 		out, code := a.shell(d, "cat /data/local/tmp/labmod.service")
 		marker = out
 		return code == 0
-	})
+	}, 10*time.Second, 20*time.Millisecond, "waiting for service.sh marker")
 	if want := "service 0 /data/adb/modules/labmod"; !strings.HasPrefix(marker, want) {
 		t.Errorf("service.sh marker %q, want prefix %q", marker, want)
 	}
@@ -442,7 +445,7 @@ func TestKernelSU(t *testing.T) {
 // (Done closes) while the other three keep working.
 func TestFourDevices(t *testing.T) {
 	t.Parallel()
-	needDevices(t)
+	testenv.NeedRoot(t)
 	stateDir := t.TempDir()
 	a := newADB(t)
 	devs := make([]*virtual.Device, 4)
@@ -594,7 +597,7 @@ func TestStartWithoutRoot(t *testing.T) {
 		fmt.Println(err)
 		return
 	}
-	needDevices(t)
+	testenv.NeedRoot(t)
 	dir := t.TempDir()
 	os.Chmod(dir, 0o777)
 	os.Chmod(filepath.Dir(dir), 0o777)

@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/runtime/transport"
+	"github.com/stretchr/testify/require"
 )
 
 // agentosdBin is agentosd built once for this test binary.
@@ -55,9 +57,7 @@ type runtime struct {
 
 func startRuntime(t *testing.T) *runtime {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("desktop access admits uid 0 and 2000 only: run the tests as root")
-	}
+	testenv.NeedRoot(t)
 	bin := agentosd(t)
 	var r [4]byte
 	rand.Read(r[:])
@@ -84,10 +84,10 @@ func startRuntime(t *testing.T) *runtime {
 			t.Logf("serve.log:\n%s", b)
 		}
 	})
-	waitFor(t, "agentosd serve to answer ctl status", func() bool {
+	require.Eventually(t, func() bool {
 		_, err := rt.ctl(t, "status")
 		return err == nil
-	})
+	}, 5*time.Second, 5*time.Millisecond, "waiting for agentosd serve to answer ctl status")
 	return rt
 }
 

@@ -11,21 +11,22 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/agentoslab/agentlab/devices/adbserver"
 	"github.com/agentoslab/agentlab/devices/virtual"
 	"github.com/agentoslab/agentlab/internal/syncbuf"
+	"github.com/agentoslab/agentlab/internal/testenv"
 	rbridge "github.com/agentoslab/agentlab/runtime/bridge"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/transport"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestMain(m *testing.M) {
@@ -156,7 +157,9 @@ func TestPairThenBridge(t *testing.T) {
 	}()
 	pw.Write([]byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/new\",\"params\":{}}\n"))
 	want := `{"id":1,"jsonrpc":"2.0","result":{"echo":"initialize"}}` + "\n" + `{"id":2,"jsonrpc":"2.0","result":{"echo":"session/new"}}` + "\n"
-	waitFor(t, "both answers", func() bool { return len(out.String()) >= len(want) })
+	require.Eventually(t, func() bool {
+		return len(out.String()) >= len(want)
+	}, 5*time.Second, 5*time.Millisecond, "waiting for both answers")
 	pw.Close() // stdin ends: exit 0
 	if err := <-done; ExitCode(err) != ExitOK {
 		t.Fatalf("bridge: %v", err)
@@ -260,7 +263,9 @@ func TestPhoneCloses(t *testing.T) {
 		done <- run{err: Run(context.Background(), o)}
 	}()
 	pw.Write([]byte(`{"jsonrpc":"2.0","id":7,"method":"ping","params":{}}` + "\n"))
-	waitFor(t, "the echo", func() bool { return strings.Contains(out.String(), `"echo":"ping"`) })
+	require.Eventually(t, func() bool {
+		return strings.Contains(out.String(), `"echo":"ping"`)
+	}, 5*time.Second, 5*time.Millisecond, "waiting for the echo")
 	st, _ := LoadState(state)
 	p.b.Revoke(st.Devices["unix:"+p.name].PairingID)
 	r := <-done
@@ -270,16 +275,6 @@ func TestPhoneCloses(t *testing.T) {
 	// Run closed stdin on return.
 	if _, err := pw.Write([]byte("x")); err == nil {
 		t.Error("stdin still open after Run returned")
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -400,12 +395,7 @@ func TestUsageAndState(t *testing.T) {
 // adb server: no runtime listens there (exit 5), an unknown serial is a
 // device problem (exit 4).
 func TestADB(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("virtual devices need root")
-	}
-	if _, err := exec.LookPath("adb"); err != nil {
-		t.Skip("adb not on PATH (apt-get install -y adb)")
-	}
+	testenv.NeedVirtualDevices(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	srv, err := adbserver.Start(ctx, nil)
@@ -564,7 +554,9 @@ func TestBridgeLeavesOutStdioServers(t *testing.T) {
 	}()
 	pw.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[` + stdioServer + `,` + httpServer + `]}}` + "\n" +
 		`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}` + "\n"))
-	waitFor(t, "both answers", func() bool { return strings.Count(out.String(), "\n") >= 5 })
+	require.Eventually(t, func() bool {
+		return strings.Count(out.String(), "\n") >= 5
+	}, 5*time.Second, 5*time.Millisecond, "waiting for both answers")
 	pw.Close()
 	require.NoError(t, <-done)
 	lines := strings.SplitAfter(out.String(), "\n")
@@ -640,12 +632,7 @@ type adbDev struct {
 
 func startADBDevice(t *testing.T, root string) *adbDev {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("virtual devices need root")
-	}
-	if _, err := exec.LookPath("adb"); err != nil {
-		t.Skip("adb not on PATH (apt-get install -y adb)")
-	}
+	testenv.NeedVirtualDevices(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	srv, err := adbserver.Start(ctx, nil)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentoslab/agentlab/devices/adb"
 	"github.com/agentoslab/agentlab/internal/syncbuf"
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/lab/build"
 	"github.com/agentoslab/agentlab/lab/modelstub"
 	"github.com/agentoslab/agentlab/lab/provision"
@@ -42,11 +43,7 @@ import (
 // It needs root (virtual devices), adb, node and npm; it runs `npm ci`
 // in testdata/editor when node_modules is missing.
 func TestEditorThroughBridge(t *testing.T) {
-	node, errNode := exec.LookPath("node")
-	npm, errNpm := exec.LookPath("npm")
-	if errNode != nil || errNpm != nil {
-		t.Skip("node and npm are needed for the ACP TypeScript client; install nodejs and npm")
-	}
+	node, npm := testenv.NeedNode(t)
 	dev := startADBDevice(t, "magisk")
 	serial := dev.vd.Serial()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

@@ -11,10 +11,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentoslab/agentlab/lab/runner"
-	"github.com/agentoslab/agentlab/reports"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentoslab/agentlab/internal/testenv"
+	"github.com/agentoslab/agentlab/lab/runner"
+	"github.com/agentoslab/agentlab/reports"
+	"github.com/agentoslab/agentlab/runtime/faults"
 )
 
 // TestNoInit: the root wires an explicit list of commands; no file of the
@@ -115,6 +118,7 @@ func TestJSONEverywhere(t *testing.T) {
 		{"report", "diff", results, results},
 		{"report", "merge", filepath.Join(dir, "merged"), results},
 		{"vdevice", "list"},
+		{"mutate", "--list"},
 	}
 	for _, args := range cases {
 		r := runCLI(t, append([]string{"--config", cfg, "--json", "--out", out}, args...)...)
@@ -158,9 +162,7 @@ func TestDryRun(t *testing.T) {
 
 // TestVdeviceStartJSON: vdevice start --json prints the device it started.
 func TestVdeviceStartJSON(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("virtual devices need root (CAP_SYS_ADMIN)")
-	}
+	testenv.NeedRoot(t)
 	dir := t.TempDir()
 	r := runCLI(t, "--json", "vdevice", "--state-dir", dir, "start", "--name", "jsontest")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -170,4 +172,19 @@ func TestVdeviceStartJSON(t *testing.T) {
 	assert.Equal(t, "jsontest", in.Name)
 	assert.Equal(t, "running", in.State)
 	assert.NotEmpty(t, in.Serial)
+}
+
+// TestMutateUsage: a fault that is not in the catalog is a usage error
+// (exit 2) named before any device starts, and --list names every fault.
+func TestMutateUsage(t *testing.T) {
+	cfg, out := suiteConfig(t, twoScenarios)
+	r := runCLI(t, "--config", cfg, "--out", out, "mutate", "--fault", "scope_widen,no_such_fault")
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, `"no_such_fault" is no fault`)
+
+	r = runCLI(t, "--json", "mutate", "--list")
+	require.Equal(t, 0, r.code, r.stderr)
+	var list []struct{ Name string }
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list))
+	assert.Len(t, list, len(faults.All))
 }

@@ -271,6 +271,7 @@ func newRoot(a *app) *cobra.Command {
 		newConsoleCmd(a),
 		newDevicesCmd(a),
 		newDoctorCmd(a),
+		newMutateCmd(a),
 		newProvisionCmd(a),
 		newReportCmd(a),
 		newRunCmd(a),

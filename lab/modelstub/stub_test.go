@@ -18,6 +18,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/model/anthropic"
 	"github.com/agentoslab/agentlab/runtime/model/openai"
 	"github.com/agentoslab/agentlab/runtime/model/script"
+	"github.com/stretchr/testify/require"
 )
 
 func startStub(t *testing.T, logs io.Writer) *Stub {
@@ -530,15 +531,8 @@ func TestCloseEndsHangs(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		if recs, _ := s.Requests(tok); len(recs) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the request never arrived")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	require.Eventually(t, func() bool { recs, _ := s.Requests(tok); return len(recs) == 1 }, 5*time.Second, 5*time.Millisecond,
+		"the request never arrived")
 	if err := s.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}

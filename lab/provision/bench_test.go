@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/lab/modelstub"
 )
 
@@ -14,7 +15,7 @@ import (
 // plugins enabled. The timer covers Provision only; boot+provision-s adds
 // the device's first boot. Target: under 5 s.
 func BenchmarkProvisionVirtual(b *testing.B) {
-	needDevices(b)
+	testenv.NeedVirtualDevices(b)
 	arts := artifacts(b)
 	stub, err := modelstub.Start(nil)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/agentoslab/agentlab/devices/adb"
 	"github.com/agentoslab/agentlab/devices/adbserver"
 	"github.com/agentoslab/agentlab/devices/virtual"
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/lab/build"
 )
 
@@ -55,16 +55,6 @@ func artifacts(t testing.TB) *build.Artifacts {
 	return shared.arts
 }
 
-func needDevices(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("virtual devices need root (CAP_SYS_ADMIN); run the tests as root")
-	}
-	if _, err := exec.LookPath("adb"); err != nil {
-		t.Skip("adb not on PATH: apt-get install -y adb")
-	}
-}
-
 // testDevice is a virtual device behind a private adb server.
 type testDevice struct {
 	vd  *virtual.Device
@@ -74,7 +64,7 @@ type testDevice struct {
 
 func startDevice(t testing.TB, o *virtual.Options) *testDevice {
 	t.Helper()
-	needDevices(t)
+	testenv.NeedVirtualDevices(t)
 	if o == nil {
 		o = &virtual.Options{}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentoslab/agentlab/devices"
 	"github.com/agentoslab/agentlab/devices/virtual"
+	"github.com/agentoslab/agentlab/internal/testenv"
 
 	"github.com/agentoslab/agentlab/lab/modelstub"
 	"github.com/agentoslab/agentlab/lab/runtimectl"
@@ -17,7 +18,7 @@ import (
 // TestProvisionVirtualDevice provisions a fresh virtual device end to end
 // and then again: the second run changes nothing.
 func TestProvisionVirtualDevice(t *testing.T) {
-	needDevices(t)
+	testenv.NeedVirtualDevices(t)
 	arts := artifacts(t)
 	td := startDevice(t, nil)
 	stub, err := modelstub.Start(nil)
@@ -115,7 +116,7 @@ func TestProvisionVirtualDevice(t *testing.T) {
 // adb-root (copied into place, service.sh run by hand, and again after a
 // reboot, since nothing starts modules at boot there).
 func TestRootMethods(t *testing.T) {
-	needDevices(t)
+	testenv.NeedVirtualDevices(t)
 	arts := artifacts(t)
 	for _, rm := range []string{"kernelsu", "adb-root"} {
 		t.Run(rm, func(t *testing.T) {
@@ -166,7 +167,7 @@ func TestRootMethods(t *testing.T) {
 
 // TestNoRoot: a device without root is refused at the probe.
 func TestNoRoot(t *testing.T) {
-	needDevices(t)
+	testenv.NeedVirtualDevices(t)
 	arts := artifacts(t)
 	td := startDevice(t, &virtual.Options{RootMethod: "none"})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/devices/virtual"
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/lab/build"
 	"github.com/agentoslab/agentlab/reports"
 )
@@ -46,12 +47,7 @@ func TestMain(m *testing.M) {
 // virtual devices.
 func agentlab(t *testing.T) (bin, root string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("virtual devices need root (CAP_SYS_ADMIN); run the tests as root")
-	}
-	if _, err := exec.LookPath("adb"); err != nil {
-		t.Skip("adb not on PATH: apt-get install -y adb")
-	}
+	testenv.NeedVirtualDevices(t)
 	e2e.once.Do(func() {
 		e2e.root, e2e.err = build.FindRoot(".")
 		if e2e.err != nil {
@@ -135,13 +131,25 @@ func (k *killer) serial() string {
 // runs it from elsewhere) and returns its exit code and output.
 func runLab(t *testing.T, bin, root string, timeout time.Duration, args ...string) (int, string, string) {
 	t.Helper()
+	// Stop agentlab before the test binary's own deadline, so a hang ends
+	// with agentlab's goroutine dump (SIGQUIT) in the failure, not with
+	// the test binary killed and nothing to read.
+	if dl, ok := t.Deadline(); ok && time.Until(dl)-30*time.Second < timeout {
+		timeout = time.Until(dl) - 30*time.Second
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	cmd.WaitDelay = 10 * time.Second
 	cmd.Dir = root
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("agentlab %s did not finish within %s; its output and goroutines:\n%s\n%s",
+			strings.Join(args, " "), timeout.Round(time.Second), stdout.String(), stderr.String())
+	}
 	code := 0
 	var ee *exec.ExitError
 	switch {

@@ -3,8 +3,6 @@ package runner_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"slices"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/agentoslab/agentlab/devices/adbserver"
 	"github.com/agentoslab/agentlab/devices/pool"
 	"github.com/agentoslab/agentlab/devices/virtual"
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/lab/runner"
 	"github.com/agentoslab/agentlab/lab/scenario"
 	"github.com/agentoslab/agentlab/reports"
@@ -23,12 +22,7 @@ import (
 // scenario's wall time (lease with its health gate, the attempt's set-up,
 // checks, release) minus the time inside its steps (target < 200 ms).
 func BenchmarkLabOverhead(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("virtual devices need root")
-	}
-	if _, err := exec.LookPath("adb"); err != nil {
-		b.Skip("adb not on PATH")
-	}
+	testenv.NeedVirtualDevices(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	srv, err := adbserver.Start(ctx, nil)

@@ -11,6 +11,7 @@ import (
 var Apps = map[string]string{
 	"acptestclient": "org.agentos.test.acp.client",
 	"alarm":         "org.agentos.sample.alarm",
+	"browser":       "org.agentos.sample.browser",
 	"calendar":      "org.agentos.sample.calendar",
 	"mcptest":       "org.agentos.test.mcp.plugin",
 	"notes":         "org.agentos.sample.notes",

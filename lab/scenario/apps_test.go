@@ -20,6 +20,7 @@ func TestAppsMatchSampleApps(t *testing.T) {
 		acptestclient.Binary: acptestclient.Package,
 		alarm.Plugin:         alarm.Package, calendar.Plugin: calendar.Package, mcptest.Plugin: mcptest.Package,
 		notes.Plugin: notes.Package, sms.Plugin: sms.Package, todo.Plugin: todo.Package,
+		"browser": "org.agentos.sample.browser", // its app.json (sampleapps/browser)
 	}
 	if len(want) != len(Apps) {
 		t.Errorf("Apps has %d entries, the sample apps %d", len(Apps), len(want))

@@ -117,8 +117,11 @@ type PlanFields struct {
 	Read Duration `yaml:"read"`
 	// Timeout bounds wait_closed, await and wait_text.
 	Timeout Duration `yaml:"timeout"`
-	// For is sleep's pause.
+	// For is sleep's pause, and how far wait_clock waits the runtime's
+	// clock to move.
 	For Duration `yaml:"for"`
+	// Since is wait_clock's reference: an earlier raw clock.show's as.
+	Since string `yaml:"since"`
 }
 
 // PlanOps lists every operation kind and the fields it takes.
@@ -146,6 +149,7 @@ var PlanOps = map[string][]string{
 	acptestclient.OpRawClose:   {"as", "conn"},
 	acptestclient.OpDial:       {"as", "socket", "send", "line", "read"},
 	acptestclient.OpSleep:      {"as", "for"},
+	acptestclient.OpWaitClock:  {"as", "conn", "for", "since", "timeout"},
 }
 
 // planOpNames are PlanOps' kinds in the client's order.
@@ -158,6 +162,7 @@ var PlanOpRequired = map[string][]string{
 	acptestclient.OpPrompt: {"session"}, acptestclient.OpCancel: {"session"},
 	acptestclient.OpAwait: {"prompt"}, acptestclient.OpWaitText: {"prompt", "text"},
 	acptestclient.OpRawConnect: {"socket"}, acptestclient.OpDial: {"socket"}, acptestclient.OpSleep: {"for"},
+	acptestclient.OpWaitClock: {"for"},
 }
 
 var planFieldsType = reflect.TypeFor[PlanFields]()
@@ -246,7 +251,7 @@ func (op *PlanOp) encode(x Expander) (acptestclient.Op, error) {
 		MaxWaitMs: ms(op.MaxWait), RetryMs: ms(op.Retry), ClientName: str(op.ClientName), ClientVersion: str(op.ClientVersion),
 		Cwd: str(op.Cwd), Text: str(op.Text), Pad: op.Pad, Times: op.Times, Background: op.Background,
 		CancelAfterMs: ms(op.CancelAfter), BusyRetryMs: ms(op.BusyRetry), Prompt: op.Prompt, Mode: str(op.Mode), Model: str(op.Model),
-		Socket: str(op.Socket), ReadMs: ms(op.Read), TimeoutMs: ms(op.Timeout), Ms: ms(op.For)}
+		Socket: str(op.Socket), ReadMs: ms(op.Read), TimeoutMs: ms(op.Timeout), Ms: ms(op.For), Since: op.Since}
 	if op.Scope != nil {
 		scope := make([]acpclient.ToolRef, len(*op.Scope))
 		for i, t := range *op.Scope {

@@ -478,18 +478,19 @@ type Check struct {
 
 // Subjects of a condition, for `of:`.
 const (
-	OfCallers       = "callers"
-	OfCards         = "cards"
-	OfConsentRecent = "consent_recent"
-	OfModelRequests = "model_requests"
-	OfCatalog       = "catalog"
-	OfPlugins       = "plugins"
-	OfStatus        = "status"
-	OfDesktop       = "desktop"
+	OfCallers        = "callers"
+	OfCards          = "cards"
+	OfConsentRecent  = "consent_recent"
+	OfConsentPending = "consent_pending"
+	OfModelRequests  = "model_requests"
+	OfCatalog        = "catalog"
+	OfPlugins        = "plugins"
+	OfStatus         = "status"
+	OfDesktop        = "desktop"
 )
 
 // Ofs lists the subjects `of:` accepts.
-var Ofs = []string{OfCallers, OfCards, OfConsentRecent, OfModelRequests, OfCatalog, OfPlugins, OfStatus, OfDesktop}
+var Ofs = []string{OfCallers, OfCards, OfConsentRecent, OfConsentPending, OfModelRequests, OfCatalog, OfPlugins, OfStatus, OfDesktop}
 
 // Condition is what a check, a wait or an invariant evaluates: a value
 // (one subject, a JSON path into it and a matcher), or a group of

@@ -234,6 +234,17 @@ type toolCall struct {
 	Arguments any    `json:"arguments,omitempty"`
 	Result    string `json:"result,omitempty"`
 	Meta      any    `json:"meta,omitempty"`
+	// Flow is the call's course in stream order: each new status, and
+	// "consent:<status>" for a consent line, so a check can test order
+	// (asked, allowed, then run) and not only the last status.
+	Flow []string `json:"flow"`
+}
+
+// step appends one point of the call's course, skipping repeats.
+func (tc *toolCall) step(s string) {
+	if s != "" && (len(tc.Flow) == 0 || tc.Flow[len(tc.Flow)-1] != s) {
+		tc.Flow = append(tc.Flow, s)
+	}
 }
 
 type rpcError struct {
@@ -295,7 +306,8 @@ func (r *promptResult) add(raw json.RawMessage) {
 			r.Thoughts += c.Text
 		}
 	case "tool_call":
-		tc := &toolCall{ID: u.ToolCallID, Name: u.Title, Title: u.Title, Kind: u.ToolKind, Status: u.Status}
+		tc := &toolCall{ID: u.ToolCallID, Name: u.Title, Title: u.Title, Kind: u.ToolKind, Status: u.Status, Flow: []string{}}
+		tc.step(u.Status)
 		if meta.AgentOS.ToolName != "" {
 			tc.Name = meta.AgentOS.ToolName
 		}
@@ -315,8 +327,13 @@ func (r *promptResult) add(raw json.RawMessage) {
 			}
 		}
 		if tc == nil {
-			tc = &toolCall{ID: u.ToolCallID}
+			tc = &toolCall{ID: u.ToolCallID, Flow: []string{}}
 			r.ToolCalls = append(r.ToolCalls, tc)
+		}
+		if meta.AgentOS.Consent != "" {
+			tc.step("consent:" + meta.AgentOS.Consent)
+		} else {
+			tc.step(u.Status)
 		}
 		if u.Status != "" {
 			tc.Status = u.Status

@@ -11,7 +11,9 @@ import (
 // TestPromptResultToolCalls: the prompt step names a call by the final
 // tool name the runtime puts in _meta (the title is the tool's own, for
 // people), keeps the title and kind, and leaves the desktop's consent
-// status lines out of the result.
+// status lines out of the result but in the call's flow, in stream order
+// (a flow that kept only the last status could not tell "asked, then run"
+// from "run, then asked").
 func TestPromptResultToolCalls(t *testing.T) {
 	r := &promptResult{ToolCalls: []*toolCall{}}
 	for _, u := range []string{
@@ -32,6 +34,8 @@ func TestPromptResultToolCalls(t *testing.T) {
 	assert.Equal(t, "read", c.Kind)
 	assert.Equal(t, "completed", c.Status)
 	assert.Equal(t, "smoke", c.Result, "status lines are not the result")
+	assert.Equal(t, []string{"pending", "consent:pending", "consent:allowed", "in_progress", "completed"}, c.Flow)
 	assert.Equal(t, "mcp__mcptest__test__echo", r.ToolCalls[1].Name)
+	assert.Equal(t, []string{"pending"}, r.ToolCalls[1].Flow)
 	assert.Len(t, r.Updates, 6, "every update is kept as it came")
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -158,36 +157,4 @@ func TestInstallScript(t *testing.T) {
 		}
 	}
 	golden.Check(t, "testdata/install.golden", []byte(all.String()))
-}
-
-// fixedTimer is a Timer that says time passed without waiting.
-type fixedTimer struct{ got time.Duration }
-
-func (f *fixedTimer) Wait(_ context.Context, _ *Target, d time.Duration) (string, error) {
-	f.got = d
-	return "advanced the device's clock by " + d.String(), nil
-}
-
-// TestTimedWait: wait: {for: D} lets D pass through the Env's Timer (real
-// time by default) and records how in the step's evidence.
-func TestTimedWait(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		rt := newRuntime()
-		e, _ := env(t, rt, nil)
-		s := parse(t, "name: t\nsteps:\n  - wait: {for: 2s}\n    save: w\nchecks:\n  - {name: waited, saved: w, path: .waitedMs, eq: 2000}\n")
-		start := time.Now()
-		r := Run(context.Background(), s, e)
-		require.NoError(t, r.Err)
-		assert.Equal(t, "waited=true", checks(r))
-		assert.GreaterOrEqual(t, time.Since(start), 2*time.Second)
-		require.Len(t, r.Steps, 1)
-		assert.Equal(t, "waited 2s of real time", r.Steps[0].Detail)
-
-		ft := &fixedTimer{}
-		e.Timer = ft
-		r = Run(context.Background(), s, e)
-		require.NoError(t, r.Err)
-		assert.Equal(t, 2*time.Second, ft.got)
-		assert.Equal(t, "advanced the device's clock by 2s", r.Steps[0].Detail)
-	})
 }

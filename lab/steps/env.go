@@ -85,8 +85,9 @@ type Env struct {
 	// one).
 	ConsentDriver string
 	Chromium      string
-	// Timer lets the time of timed waits (wait: {for: D}) pass; nil is
-	// RealTime.
+	// Timer lets the time of timed waits (wait: {for: D}) pass; nil
+	// advances the runtime's virtual clock when it has one and really
+	// waits when it has not.
 	Timer Timer
 }
 
@@ -127,7 +128,7 @@ type StepRecord struct {
 	End    time.Time `json:"end"`
 	Error  string    `json:"error,omitempty"`
 	Output string    `json:"save,omitempty"`
-	// Detail is the step's own evidence ("waited 2s of real time").
+	// Detail is the step's own evidence ("advanced virtual time 5m0s").
 	Detail string `json:"detail,omitempty"`
 }
 

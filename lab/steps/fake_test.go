@@ -79,6 +79,11 @@ type fakeRuntime struct {
 	fail map[string]error
 	// delay makes calls of a verb slow.
 	delay map[string]time.Duration
+	// clockKind is clock show's kind ("virtual", "real"); "" answers as a
+	// runtime that does not know the verb would not (a result without a
+	// kind). advanced sums the clock advances.
+	clockKind string
+	advanced  time.Duration
 }
 
 func newRuntime() *fakeRuntime {
@@ -155,6 +160,18 @@ func (f *fakeRuntime) Call(ctx context.Context, out any, args ...string) error {
 		res = []any{map[string]any{"id": "org.agentos.test.mcp.plugin/agent-plugin", "name": "mcptest", "package": "org.agentos.test.mcp.plugin"}}
 	case "status":
 		res = map[string]any{"version": "test", "pid": 42.0}
+	case "clock show", "clock advance":
+		f.mu.Lock()
+		if verb == "clock advance" {
+			d, err := time.ParseDuration(args[2])
+			if err != nil {
+				f.mu.Unlock()
+				return err
+			}
+			f.advanced += d
+		}
+		res = map[string]any{"kind": f.clockKind, "nowMs": 1700000000000.0, "offsetMs": float64(f.advanced.Milliseconds())}
+		f.mu.Unlock()
 	default:
 		res = map[string]any{"ok": true, "args": args}
 	}

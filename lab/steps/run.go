@@ -46,6 +46,8 @@ type attempt struct {
 	consent  map[string]*recorder
 	offsets  map[string]map[string]int64
 	snapshot map[string]any
+	// clocks says per role whether the runtime's clock is virtual.
+	clocks map[string]bool
 
 	// uiMu guards the ui consent driver's browsers (one per role) and the
 	// cards they answered; it is held across a tap.
@@ -73,7 +75,8 @@ func Run(ctx context.Context, sc *scenario.Scenario, env *Env) *Result {
 		ctx: ctx, sc: sc, env: env, log: env.Logger, start: time.Now(), roles: map[string]*Target{},
 		saved: map[string]any{}, recIndex: map[string]int{}, recorded: map[string]reports.Check{},
 		bg: map[string]*bgStep{}, dumps: map[string]bool{}, acp: map[string]*acpConn{}, consent: map[string]*recorder{},
-		offsets: map[string]map[string]int64{}, snapshot: map[string]any{}, hands: map[string]*hand{}, uiSeen: map[string]any{},
+		offsets: map[string]map[string]int64{}, snapshot: map[string]any{}, clocks: map[string]bool{},
+		hands: map[string]*hand{}, uiSeen: map[string]any{},
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))

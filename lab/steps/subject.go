@@ -50,6 +50,8 @@ func (a *attempt) subject(ctx context.Context, t *Target, c *scenario.Condition)
 		return r.cardsJSON(), nil
 	case scenario.OfConsentRecent:
 		return ctlJSON(ctx, t, "consent", "recent")
+	case scenario.OfConsentPending:
+		return ctlJSON(ctx, t, "consent", "pending")
 	case scenario.OfModelRequests:
 		if a.env.Stub == nil || t.StubToken == "" {
 			// The lab sees no traffic of a live model: an empty list lets

@@ -322,7 +322,7 @@ func TestCancel(t *testing.T) {
 	id := c.newSession(nil)
 	// No prompt in progress: a no-op.
 	c.notify("session/cancel", map[string]any{"sessionId": id})
-	waitFor(t, func() bool { return h.a.cancels.Load() == 1 })
+	require.Eventually(t, func() bool { return h.a.cancels.Load() == 1 }, 10*time.Second, 2*time.Millisecond)
 	h.model.Push(enginetest.Reply{Events: enginetest.Text("partial").Events, Hold: true})
 	req := c.request("session/prompt", textPrompt(id, "long job"))
 	if _, _, ok := c.waitFor(func(m message) bool { return m.Method == "session/update" }, 10*time.Second); !ok {
@@ -330,7 +330,7 @@ func TestCancel(t *testing.T) {
 	}
 	queued := h.connect(desktop)
 	qreq := queued.request("session/prompt", textPrompt(id, "queued behind"))
-	waitFor(t, func() bool { return h.e.Stats().Queued == 1 })
+	require.Eventually(t, func() bool { return h.e.Stats().Queued == 1 }, 10*time.Second, 2*time.Millisecond)
 	start := time.Now()
 	c.notify("session/cancel", map[string]any{"sessionId": id})
 	m, _ := c.response(req)
@@ -368,7 +368,7 @@ func TestCancelBeforeTheTaskIsWritten(t *testing.T) {
 	req := c.request("session/prompt", textPrompt(id, "x"))
 	<-adm.entered
 	c.notify("session/cancel", map[string]any{"sessionId": id})
-	waitFor(t, func() bool { return h.a.cancels.Load() == 1 })
+	require.Eventually(t, func() bool { return h.a.cancels.Load() == 1 }, 10*time.Second, 2*time.Millisecond)
 	close(adm.release)
 	m, _ := c.response(req)
 	if !strings.Contains(string(m.Result), `"stopReason":"cancelled"`) {
@@ -406,12 +406,12 @@ func TestDisconnectKeepsTaskRunning(t *testing.T) {
 	id := c.newSession(nil)
 	h.model.Push(enginetest.Reply{Events: enginetest.Text("first half ", "second half").Events, Delay: 30 * time.Millisecond})
 	c.request("session/prompt", textPrompt(id, "x"))
-	waitFor(t, func() bool { return h.e.Stats().Running == 1 })
+	require.Eventually(t, func() bool { return h.e.Stats().Running == 1 }, 10*time.Second, 2*time.Millisecond)
 	c.conn.Close()
-	waitFor(t, func() bool {
+	require.Eventually(t, func() bool {
 		evs, _ := h.st.Events(context.Background(), id, 0, 100)
 		return len(evs) > 0 && evs[len(evs)-1].Type == engine.EvTaskCompleted
-	})
+	}, 10*time.Second, 2*time.Millisecond)
 	// A new connection loads the session and sees the whole turn.
 	d := h.connect(desktop)
 	before := d.mustCall("session/load", map[string]any{"sessionId": id, "cwd": "/work", "mcpServers": []any{}}, nil)
@@ -423,17 +423,6 @@ func TestDisconnectKeepsTaskRunning(t *testing.T) {
 	}
 	if text != "first half second half" {
 		t.Fatalf("replayed %q", text)
-	}
-}
-
-func waitFor(t testing.TB, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 
@@ -675,55 +664,6 @@ func TestNewSessionValidation(t *testing.T) {
 	}
 }
 
-func TestAutoSelect(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, harnessOpts{})
-	c := h.connect(desktop)
-	c.mustCall("initialize", map[string]any{"protocolVersion": 1,
-		"_meta": map[string]any{"org.agentos": map[string]any{"extensions": []string{"sessionAutoSelect"}}}}, nil)
-	sel := func(query string, scope []any) (string, map[string]any) {
-		meta := map[string]any{"autoSelect": map[string]any{"query": query}}
-		if scope != nil {
-			meta["toolScope"] = scope
-		}
-		var res struct {
-			SessionID string `json:"sessionId"`
-		}
-		before := c.mustCall("session/new", map[string]any{"cwd": "/", "_meta": map[string]any{"org.agentos": meta}}, &res)
-		us := updates(t, before)
-		if len(us) != 1 {
-			t.Fatalf("updates %v", kinds(us))
-		}
-		s := us[0].Update.Meta["org.agentos"].(map[string]any)["selection"].(map[string]any)
-		if s["sessionId"] != res.SessionID {
-			t.Fatalf("selection %v for %s", s, res.SessionID)
-		}
-		return res.SessionID, s
-	}
-	first, s := sel("plan my holiday in Rome", nil)
-	if s["created"] != true || s["method"] != "no_candidates" {
-		t.Fatalf("first %v", s)
-	}
-	h.model.Push(enginetest.Text("ok"))
-	c.mustCall("session/prompt", textPrompt(first, "Holiday plans for Rome"), nil)
-	again, s := sel("more about rome please", nil)
-	if again != first || s["created"] != false || s["method"] != "jev" {
-		t.Fatalf("matching title %v", s)
-	}
-	other, s := sel("tax return", nil)
-	if other == first || s["created"] != true || s["method"] != "jev" {
-		t.Fatalf("no shared word %v", s)
-	}
-	scoped, s := sel("rome", []any{map[string]any{"plugin": "test", "tool": "echo"}})
-	if scoped == first || s["method"] != "no_candidates" {
-		t.Fatalf("different scope %v", s)
-	}
-	m, _ := c.call("session/new", map[string]any{"cwd": "/", "_meta": map[string]any{"org.agentos": map[string]any{"autoSelect": map[string]any{"query": "  "}}}})
-	if m.Error == nil || m.Error.Code != -32602 {
-		t.Fatalf("blank query %+v", m.Error)
-	}
-}
-
 func TestActiveTaskInMarker(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpts{})
@@ -731,7 +671,7 @@ func TestActiveTaskInMarker(t *testing.T) {
 	id := c.newSession(nil)
 	h.model.Push(enginetest.Reply{Hold: true})
 	req := c.request("session/prompt", textPrompt(id, "x"))
-	waitFor(t, func() bool { return h.e.Stats().Running == 1 })
+	require.Eventually(t, func() bool { return h.e.Stats().Running == 1 }, 10*time.Second, 2*time.Millisecond)
 	d := h.connect(desktop)
 	before := d.mustCall("session/resume", map[string]any{"sessionId": id, "cwd": "/"}, nil)
 	us := updates(t, before)
@@ -759,13 +699,13 @@ func TestNoGoroutineLeaks(t *testing.T) {
 	c.mustCall("session/prompt", textPrompt(id, "x"), nil)
 	h.model.Push(enginetest.Reply{Hold: true})
 	req := c.request("session/prompt", textPrompt(id, "y"))
-	waitFor(t, func() bool { return h.e.Stats().Running == 1 })
+	require.Eventually(t, func() bool { return h.e.Stats().Running == 1 }, 10*time.Second, 2*time.Millisecond)
 	c.notify("session/cancel", map[string]any{"sessionId": id})
 	c.response(req)
 	d := h.connect(desktop)
 	h.model.Push(enginetest.Reply{Hold: true})
 	d.request("session/prompt", textPrompt(id, "z"))
-	waitFor(t, func() bool { return h.e.Stats().Running == 1 })
+	require.Eventually(t, func() bool { return h.e.Stats().Running == 1 }, 10*time.Second, 2*time.Millisecond)
 	d.conn.Close() // gone mid-turn: the task keeps running until shutdown
 	c.conn.Close()
 	h.shutdown()

@@ -2,9 +2,8 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
-	"strings"
-	"unicode"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/internal/chars"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 )
 
 // initializeResponse is spec §2.3's answer, field for field. It is
@@ -61,6 +61,13 @@ func (cn *conn) initialize(_ context.Context, p params) (any, error) {
 		return nil, err
 	}
 	exts := parseExtensions(meta)
+	if faultinject.Enabled && faultinject.Active(faultinject.SpoofedCallerName) && cn.caller.Kind == engine.CallerApp {
+		// injected fault: the claimed clientInfo name becomes the package
+		var ci struct{ Name string }
+		if json.Unmarshal(p["clientInfo"], &ci) == nil && ci.Name != "" {
+			cn.caller.Package, cn.caller.Label = ci.Name, ci.Name
+		}
+	}
 	cn.mu.Lock()
 	cn.extensions = exts
 	cn.mu.Unlock()
@@ -112,13 +119,6 @@ func readSessionParams(p params) (sessionParams, error) {
 	return sp, nil
 }
 
-// selection is the autoSelect report (spec §2.4).
-type selection struct {
-	SessionID string `json:"sessionId"`
-	Created   bool   `json:"created"`
-	Method    string `json:"method"`
-}
-
 func (cn *conn) newSession(ctx context.Context, p params) (any, error) {
 	sp, err := readSessionParams(p)
 	if err != nil {
@@ -161,67 +161,6 @@ func (cn *conn) newSession(ctx context.Context, p params) (any, error) {
 	}
 	modes, models, options := cn.sessionState(info)
 	return sdk.NewSessionResponse{SessionId: sdk.SessionId(info.ID), Modes: modes, Models: models, ConfigOptions: options}, nil
-}
-
-// autoSelect is the simple session selector (spec §2.4 sessionAutoSelect):
-// among the caller's sessions with exactly the requested toolScope, the
-// most recently active one whose title shares a word with the query is
-// picked; otherwise a new session is created. method is "jev" when there
-// were candidates to choose from, "no_candidates" when there were none.
-func (cn *conn) autoSelect(ctx context.Context, cwd string, scope []engine.ToolScopeEntry, query string) (engine.SessionInfo, *selection, error) {
-	list, err := cn.a.e.ListSessions(ctx, cn.caller, nil)
-	if err != nil {
-		return engine.SessionInfo{}, nil, err
-	}
-	want := catalog.ScopeOf(scope)
-	qwords := words(query)
-	candidates := 0
-	for _, s := range list {
-		if s.OwnerKey != cn.caller.OwnerKey() || !catalog.ScopeEqual(catalog.ScopeOf(s.Scope), want) {
-			continue
-		}
-		if _, state, ok := cn.a.e.ActiveTask(ctx, s.ID); ok && state == "recovery_required" {
-			continue
-		}
-		candidates++
-		if !sharesWord(qwords, words(s.Title)) {
-			continue
-		}
-		info, err := cn.a.e.OpenSession(ctx, cn.caller, s.ID)
-		if err != nil {
-			return engine.SessionInfo{}, nil, err
-		}
-		return info, &selection{SessionID: s.ID, Created: false, Method: "jev"}, nil
-	}
-	info, err := cn.a.e.NewSession(ctx, cn.caller, cwd, scope)
-	if err != nil {
-		return engine.SessionInfo{}, nil, err
-	}
-	method := "jev"
-	if candidates == 0 {
-		method = "no_candidates"
-	}
-	return info, &selection{SessionID: info.ID, Created: true, Method: method}, nil
-}
-
-// words are the lower-cased words of s of at least three letters or digits.
-func words(s string) []string {
-	var out []string
-	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		if chars.Len(w) >= 3 {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-func sharesWord(a, b []string) bool {
-	for _, w := range a {
-		if slices.Contains(b, w) {
-			return true
-		}
-	}
-	return false
 }
 
 func (cn *conn) loadSession(ctx context.Context, p params) (any, error) {

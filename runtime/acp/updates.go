@@ -9,6 +9,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/internal/chars"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 	"github.com/agentoslab/agentlab/runtime/store"
 )
 
@@ -126,6 +127,22 @@ func (m *mapper) mapEvent(ev store.Event) []sdk.SessionUpdate {
 		var b engine.ToolRefBody
 		json.Unmarshal(ev.Body, &b)
 		return []sdk.SessionUpdate{sdk.UpdateToolCall(sdk.ToolCallId(b.ToolCallID), sdk.WithUpdateStatus(sdk.ToolCallStatusInProgress))}
+	case engine.EvToolProgress:
+		// An ACI callAsync's progress: the call is still running, and its
+		// content says how far it is (replaced by the result at the end).
+		var b engine.ToolProgressBody
+		json.Unmarshal(ev.Body, &b)
+		if b.ToolCallID == "" {
+			return nil
+		}
+		text := fmt.Sprintf("%d%%", b.Percent)
+		if b.Message != "" {
+			text += " " + chars.Cut(b.Message, maxToolResultChars)
+		}
+		u := sdk.UpdateToolCall(sdk.ToolCallId(b.ToolCallID), sdk.WithUpdateStatus(sdk.ToolCallStatusInProgress),
+			sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(text))}))
+		u.ToolCallUpdate.Meta = map[string]any{metaKey: map[string]any{"progress": b.Percent}}
+		return []sdk.SessionUpdate{u}
 	case engine.EvToolResult:
 		var b engine.ToolResultBody
 		json.Unmarshal(ev.Body, &b)
@@ -265,7 +282,7 @@ func displayInput(args json.RawMessage) any {
 	// Measured as the notification will carry it: encoding/json escapes
 	// <, > and & six-fold, so the stored text's length is not enough.
 	enc, _ := json.Marshal(input)
-	if n := chars.Len(string(enc)); n > MaxRawInputChars {
+	if n := chars.Len(string(enc)); n > MaxRawInputChars && !(faultinject.Enabled && faultinject.Active(faultinject.OversizeClosesChannel)) {
 		return map[string]any{
 			RawInputTruncated: map[string]any{"originalChars": n, "limit": MaxRawInputChars},
 			"preview":         chars.Cut(string(args), rawInputPreviewChars),

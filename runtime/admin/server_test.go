@@ -371,18 +371,11 @@ func TestTooManyConnections(t *testing.T) {
 	c.Close()
 	held[0].c.Close()
 	// The slot frees once the server notices the close.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	require.Eventually(t, func() bool {
 		rc := dialRaw(t, names.Admin())
 		rc.c.Write([]byte(`{"id":2,"method":"echo"}` + "\n"))
-		if m := rc.read(); m["error"] == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("slot never freed")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return rc.read()["error"] == nil
+	}, 10*time.Second, 10*time.Millisecond, "slot never freed")
 }
 
 func TestIdleConnectionClosed(t *testing.T) {

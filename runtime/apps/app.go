@@ -57,9 +57,11 @@ type App struct {
 	// may start (the first argument must be one of them).
 	Commands []string `json:"commands,omitempty"`
 	// Permissions are what the app asks of the system, like Android's
-	// uses-permission: PermissionNetwork is the only one. Without it the
-	// launcher starts the app without the inet group, and a device that
-	// enforces it (Android's paranoid network) refuses the app's sockets.
+	// uses-permission: PermissionNetwork, PermissionACI, or an app-defined
+	// permission ("<package>.permission.<NAME>", which an ACI capability
+	// may require of its callers). Without PermissionNetwork the launcher
+	// starts the app without the inet group, and a device that enforces
+	// it (Android's paranoid network) refuses the app's sockets.
 	Permissions []string `json:"permissions,omitempty"`
 }
 
@@ -68,10 +70,33 @@ const (
 	// PermissionNetwork: the app opens network sockets (Android's
 	// INTERNET permission); its processes get the inet group.
 	PermissionNetwork = "network"
+	// PermissionACI: the app may have AgentOS call other apps' ACI
+	// capabilities for it (upstream's ai.aci.permission.CALL). Without it
+	// a session the app opened sees no ACI capability work.
+	PermissionACI = "aci"
 )
 
-// knownPermissions lists every permission app.json may declare.
-var knownPermissions = []string{PermissionNetwork}
+// knownPermissions lists every system permission app.json may declare.
+var knownPermissions = []string{PermissionNetwork, PermissionACI}
+
+// CustomPermission reports whether perm names an app-defined permission:
+// "<package>.permission.<NAME>" (Android's custom permissions), what an ACI
+// capability's requirePermission names.
+func CustomPermission(perm string) bool {
+	pkg, name, ok := strings.Cut(perm, ".permission.")
+	if !ok || !ValidPackage(pkg) || name == "" || len(perm) > 255 {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// HasPermission reports whether the app declares perm.
+func (a *App) HasPermission(perm string) bool { return slices.Contains(a.Permissions, perm) }
 
 // InetGID is Android's inet group (AID_INET): on Android a process opens
 // AF_INET and AF_INET6 sockets only with it (or as root).
@@ -304,8 +329,8 @@ func (a *App) Validate() error {
 	for i, perm := range a.Permissions {
 		f := fmt.Sprintf("permissions[%d]", i)
 		switch {
-		case !slices.Contains(knownPermissions, perm):
-			return &AppError{Field: f, Reason: fmt.Sprintf("%q is not a permission (known: %s)", clipText(perm), strings.Join(knownPermissions, ", "))}
+		case !slices.Contains(knownPermissions, perm) && !CustomPermission(perm):
+			return &AppError{Field: f, Reason: fmt.Sprintf("%q is not a permission (known: %s, or <package>.permission.<NAME>)", clipText(perm), strings.Join(knownPermissions, ", "))}
 		case perms[perm]:
 			return &AppError{Field: f, Reason: fmt.Sprintf("permission %q listed twice", perm)}
 		}

@@ -78,6 +78,9 @@ func (p *Package) HasCommand(name string) bool { return slices.Contains(p.Comman
 // UsesNetwork reports whether the package declares network use.
 func (p *Package) UsesNetwork() bool { return slices.Contains(p.Permissions, PermissionNetwork) }
 
+// HasPermission reports whether the package declares perm.
+func (p *Package) HasPermission(perm string) bool { return slices.Contains(p.Permissions, perm) }
+
 func (p Package) clone() Package {
 	p.Services = slices.Clone(p.Services)
 	p.Commands = slices.Clone(p.Commands)

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
+
+	"github.com/agentoslab/agentlab/internal/table"
 
 	"github.com/agentoslab/agentlab/runtime/admin"
 	"github.com/agentoslab/agentlab/runtime/errcode"
@@ -161,11 +162,10 @@ func printList(w io.Writer, raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tLABEL\tPAIRED\tLAST SEEN\tCONNECTIONS")
+	var rows [][]string
 	for _, p := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", p.ID, p.Label, time.UnixMilli(p.PairedAtMillis).Format(time.RFC3339),
-			time.UnixMilli(p.LastSeenMillis).Format(time.RFC3339), p.Connections)
+		rows = append(rows, []string{p.ID, p.Label, time.UnixMilli(p.PairedAtMillis).Format(time.RFC3339),
+			time.UnixMilli(p.LastSeenMillis).Format(time.RFC3339), fmt.Sprint(p.Connections)})
 	}
-	return tw.Flush()
+	return table.Write(w, []string{"id", "label", "paired", "last seen", "connections"}, rows)
 }

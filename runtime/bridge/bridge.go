@@ -22,6 +22,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
 
@@ -369,7 +370,7 @@ func (b *Bridge) record(uid int, reason, pairing string, start time.Time) {
 func (b *Bridge) admit(c *transport.Conn) transport.Admission {
 	uid := c.Cred().UID
 	start := time.Now() // for DurationMs, a measurement: wall time
-	if !slices.Contains(b.uids, uid) {
+	if !slices.Contains(b.uids, uid) && !(faultinject.Enabled && faultinject.Active(faultinject.DesktopAnyUID)) {
 		b.record(uid, "uid_not_allowed", "", start)
 		return transport.Refuse(nil)
 	}
@@ -480,13 +481,15 @@ func (b *Bridge) verify(req PairRequest, c net.Conn) (id, token string, fresh bo
 		}
 		if subtle.ConstantTimeCompare([]byte(req.Code), []byte(cd.digits)) != 1 {
 			cd.attempts++
-			if cd.attempts >= MaxCodeAttempts {
+			if cd.attempts >= MaxCodeAttempts && !(faultinject.Enabled && faultinject.Active(faultinject.PairingAttemptsUnlimited)) {
 				b.code = nil
 				return fail(ReasonTooManyAttempts)
 			}
 			return fail(ReasonInvalidCode)
 		}
-		b.code = nil
+		if !(faultinject.Enabled && faultinject.Active(faultinject.PairingCodeReusable)) { // the fault keeps the used code
+			b.code = nil
+		}
 		tok, idHex, err := b.newSecrets()
 		if err != nil {
 			return fail(ReasonInvalidCode)

@@ -18,10 +18,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/runtime/bridge"
 	"github.com/agentoslab/agentlab/runtime/clock/clocktest"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/transport"
+	"github.com/stretchr/testify/require"
 )
 
 const helperEnv = "BRIDGE_DIAL_HELPER"
@@ -344,7 +346,7 @@ func TestHandshakeLimits(t *testing.T) {
 	for i := 0; i < bridge.MaxHandshaking; i++ {
 		e2.dial()
 	}
-	waitFor(t, func() bool { return e2.b.Status().Handshaking == bridge.MaxHandshaking })
+	require.Eventually(t, func() bool { return e2.b.Status().Handshaking == bridge.MaxHandshaking }, 5*time.Second, 2*time.Millisecond)
 	_, r = e2.dial()
 	line, _ := r.ReadString('\n')
 	want := `{"error":{"code":-32047,"message":"busy: too many desktop connections","data":{"agentosCode":"busy","retryable":true}},"id":null,"jsonrpc":"2.0"}` + "\n"
@@ -361,17 +363,6 @@ func TestHandshakeLimits(t *testing.T) {
 	}
 	if len(closes) != 2 || !reasons["handshake_read"] || !reasons["handshake_too_long"] {
 		t.Fatalf("close records = %+v", closes)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 
@@ -395,7 +386,7 @@ func TestRevokeDisableAndLRU(t *testing.T) {
 	e.b.Enable()
 	tokA, idA, rA, _ := pair(t, e, "a")
 	_, _, rB, _ := pair(t, e, "b")
-	waitFor(t, func() bool { return e.b.Status().Established == 2 })
+	require.Eventually(t, func() bool { return e.b.Status().Established == 2 }, 5*time.Second, 2*time.Millisecond)
 	if err := e.b.Revoke(idA); err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +405,7 @@ func TestRevokeDisableAndLRU(t *testing.T) {
 		t.Fatal(err)
 	}
 	io.ReadAll(rB)
-	waitFor(t, func() bool { return e.b.Status().Established == 0 })
+	require.Eventually(t, func() bool { return e.b.Status().Established == 0 }, 5*time.Second, 2*time.Millisecond)
 	if st := e.b.Status(); st.Enabled || st.Listening || st.Pairings != 0 {
 		t.Fatalf("after disable: %+v", st)
 	}
@@ -427,7 +418,7 @@ func TestRevokeDisableAndLRU(t *testing.T) {
 	for i := 0; i < bridge.MaxPairings+1; i++ {
 		_, id, _, c := pair(t, e, fmt.Sprint("pc", i))
 		c.Close()
-		waitFor(t, func() bool { return e.b.Status().Established == 0 })
+		require.Eventually(t, func() bool { return e.b.Status().Established == 0 }, 5*time.Second, 2*time.Millisecond)
 		if i == 0 {
 			first = id
 		}
@@ -458,9 +449,7 @@ func TestCorruptFileMeansOff(t *testing.T) {
 }
 
 func TestOtherUIDsClosedWithoutAByte(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run a process under an app uid")
-	}
+	testenv.NeedRoot(t)
 	t.Parallel()
 	e := newEnv(t, 0)
 	e.b.Enable()
@@ -549,10 +538,10 @@ func TestUnwritableSuccessRevokesPairing(t *testing.T) {
 	}
 	c.Write([]byte(pairCode(code) + "\n"))
 	c.Close()
-	waitFor(t, func() bool {
+	require.Eventually(t, func() bool {
 		cl := e.b.Status().Closes
 		return len(cl) == 1
-	})
+	}, 5*time.Second, 2*time.Millisecond)
 	st := e.b.Status()
 	if st.Pairings != 0 || st.CodeActive || st.Closes[0].Reason != "reply_failed" {
 		t.Fatalf("status = %+v", st)

@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/agentoslab/agentlab/internal/table"
 
 	"github.com/agentoslab/agentlab/runtime/admin"
 	"github.com/agentoslab/agentlab/runtime/consent/callers"
@@ -228,17 +229,18 @@ func printCallers(w io.Writer, raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PACKAGE\tLABEL\tSTATE\tDIGEST\tPROMPTS\tCHANNELS\tTASKS")
+	var rows [][]string
 	for _, it := range r.Callers {
 		state := string(it.State)
 		if it.DeniedUntil != nil {
 			state += " until " + time.UnixMilli(*it.DeniedUntil).Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\n", it.PackageName, it.Label, state, it.SigningDigest[:12],
-			it.Usage.PromptsTotal, it.Usage.ActiveChannels, it.Usage.ActiveTasks)
+		rows = append(rows, []string{it.PackageName, it.Label, state, it.SigningDigest[:12],
+			fmt.Sprint(it.Usage.PromptsTotal), fmt.Sprint(it.Usage.ActiveChannels), fmt.Sprint(it.Usage.ActiveTasks)})
 	}
-	tw.Flush()
+	if err := table.Write(w, []string{"package", "label", "state", "digest", "prompts", "channels", "tasks"}, rows); err != nil {
+		return err
+	}
 	for _, c := range r.Cards {
 		changed := ""
 		if c.SignatureChanged {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/runtime/consent/callers"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
@@ -122,7 +123,7 @@ func TestCtlDesktopAndPairedACP(t *testing.T) {
 // TestAppUIDCannotOpenOwnerSockets: an app uid is closed without a byte
 // on @agentos-admin and on @agentos-acp (desktop access on).
 func TestAppUIDCannotOpenOwnerSockets(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t)
 	t.Parallel()
 	rt := newRuntime(t, callers.Config{})
 	if _, err := rt.br.Enable(); err != nil {

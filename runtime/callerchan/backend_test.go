@@ -30,6 +30,8 @@ import (
 	"github.com/agentoslab/agentlab/runtime/supervise"
 	"github.com/agentoslab/agentlab/runtime/transport"
 	"github.com/agentoslab/agentlab/sampleapps/mcptest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // backend is a runtime the third-party cases run against: in process
@@ -254,21 +256,16 @@ func newBinaryRuntime(t testing.TB, cfg callers.Config) *binaryEnv {
 			t.Logf("agentosd serve log:\n%s", e.stderr.String())
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	// The serve log is printed by the cleanup above when this fails.
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		c, err := admin.Dial(context.Background(), e.names.Admin())
-		if err == nil {
-			if err = c.Call(context.Background(), "status", nil, nil); err == nil {
-				e.adm = c
-				break
-			}
+		require.NoError(ct, err)
+		if err := c.Call(context.Background(), "status", nil, nil); err != nil {
 			c.Close()
+			require.NoError(ct, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agentosd serve did not start: %v\n%s", err, e.stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		e.adm = c
+	}, 20*time.Second, 10*time.Millisecond, "agentosd serve did not start")
 	e.call("model.set", map[string]any{"provider": "scripted"}, nil)
 	conf := map[string]any{}
 	for k, d := range map[string]time.Duration{"cooldownMs": cfg.DenyCooldown, "ttlMs": cfg.PendingTTL, "abandonMs": cfg.AbandonAfter} {
@@ -335,7 +332,7 @@ func (e *binaryEnv) installWith(a callers.App, shared string, key ed25519.Privat
 // with digest (the table is polled).
 func (e *binaryEnv) waitTable(pkg, digest string) {
 	e.t.Helper()
-	ok := waitFor(e.t, 10*time.Second, func() bool {
+	require.Eventually(e.t, func() bool {
 		var list []struct {
 			Package       string `json:"package"`
 			SigningDigest string `json:"signingDigest"`
@@ -349,10 +346,7 @@ func (e *binaryEnv) waitTable(pkg, digest string) {
 			}
 		}
 		return digest == ""
-	})
-	if !ok {
-		e.t.Fatalf("runtime did not see %s", pkg)
-	}
+	}, 10*time.Second, 5*time.Millisecond, "runtime did not see %s", pkg)
 }
 
 func (e *binaryEnv) uninstall(pkg string) {
@@ -360,7 +354,7 @@ func (e *binaryEnv) uninstall(pkg string) {
 	if _, err := e.in.Uninstall(context.Background(), pkg); err != nil {
 		e.t.Fatal(err)
 	}
-	waitFor(e.t, 10*time.Second, func() bool {
+	require.Eventually(e.t, func() bool {
 		var list []struct {
 			Package string `json:"package"`
 		}
@@ -371,7 +365,7 @@ func (e *binaryEnv) uninstall(pkg string) {
 			}
 		}
 		return true
-	})
+	}, 10*time.Second, 5*time.Millisecond)
 }
 
 func (e *binaryEnv) resign(a callers.App) callers.App {

@@ -12,6 +12,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/consent/callers"
 	"github.com/agentoslab/agentlab/runtime/quota"
 	"github.com/agentoslab/agentlab/runtime/sdk/acpclient"
+	"github.com/stretchr/testify/require"
 )
 
 // benchRuntime is a runtime where this process (uid 0 when run as root,
@@ -90,9 +91,9 @@ func BenchmarkRevokeCancelsTasks(b *testing.B) {
 			}
 			close(ended)
 		}()
-		if !waitFor(b, 5*time.Second, func() bool { return rt.eng.Usage(owner).Running == 1 }) {
-			b.Fatal("task not running")
-		}
+		require.Eventually(b, func() bool {
+			return rt.eng.Usage(owner).Running == 1
+		}, 5*time.Second, 5*time.Millisecond, "task not running")
 		start := time.Now()
 		if err := rt.reg.Set(ctx, a.Package, callers.StateDenied); err != nil {
 			b.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/callerchan"
 	"github.com/agentoslab/agentlab/runtime/consent/callers"
@@ -20,7 +21,7 @@ import (
 // package table by its uid, authorized, and served; an upgrade by another
 // signer revokes its grant at once through the table's change feed.
 func TestInstalledBundle(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t)
 	t.Parallel()
 	dir, err := os.MkdirTemp("", "callerchan-apps-")
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/runtime/callerchan"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
@@ -14,7 +15,7 @@ import (
 // TestFloodIsBounded: one app that opens channels without end gets
 // not_open past its share, and another app is still served.
 func TestFloodIsBounded(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t)
 	t.Parallel()
 	rt, _ := benchRuntime(t) // this process's uid is an allowed app
 	var lines []string

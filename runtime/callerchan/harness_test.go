@@ -307,19 +307,6 @@ func (r *runtimeEnv) pendingRequest(pkg string) string {
 	return it.RequestID
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, d time.Duration, cond func() bool) bool {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return true
-}
-
 // app is a helper process running under an app uid.
 type app struct {
 	t     testing.TB

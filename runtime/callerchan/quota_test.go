@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/runtime/consent/callers"
 	"github.com/agentoslab/agentlab/runtime/quota"
 	"github.com/agentoslab/agentlab/runtime/sdk/acpclient"
+	"github.com/stretchr/testify/require"
 )
 
 // promptErr runs a prompt to its end and returns its error.
@@ -43,7 +45,7 @@ func TestQuotasThroughTheChannel(t *testing.T) {
 	}
 	held := make(chan error, 1)
 	go func() { held <- promptErr(ctx, s1, holdPrompt) }()
-	waitFor(t, 5*time.Second, func() bool { return rt.eng.Usage(owner).Running == 1 })
+	require.Eventually(t, func() bool { return rt.eng.Usage(owner).Running == 1 }, 5*time.Second, 5*time.Millisecond)
 	c1.Close() // the task goes on; so does its quota slot
 	if err := <-held; !errors.Is(err, acpclient.ErrDisconnected) {
 		t.Fatalf("held prompt after close: %v", err)
@@ -62,7 +64,7 @@ func TestQuotasThroughTheChannel(t *testing.T) {
 	if _, err := rt.eng.CancelOwner(ctx, owner, "test"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, func() bool { return rt.quota.Usage(owner).Active == 0 })
+	require.Eventually(t, func() bool { return rt.quota.Usage(owner).Active == 0 }, 5*time.Second, 5*time.Millisecond)
 	if err := promptErr(ctx, s2, "one"); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +80,7 @@ func TestQuotasThroughTheChannel(t *testing.T) {
 // TestIdentityIsolation: two apps under their own uids see only their
 // own sessions.
 func TestIdentityIsolation(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t)
 	t.Parallel()
 	rt := newRuntime(t, callers.Config{})
 	a, b := notesApp(), notesApp()

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -14,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/runtime/consent"
 	"github.com/agentoslab/agentlab/runtime/consent/callers"
 	"github.com/agentoslab/agentlab/runtime/sdk/acpclient"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The upstream third-party caller regression (spec §10.3) as Go tests:
@@ -163,12 +165,6 @@ func done(evs []helperEvent) string {
 
 func scopeOf(refs ...acpclient.ToolRef) *[]acpclient.ToolRef { return &refs }
 
-func needRoot(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: apps run as helper processes under their own uids")
-	}
-}
-
 // backends are the runtimes the cases run against.
 var backends = []struct {
 	name string
@@ -181,7 +177,7 @@ var backends = []struct {
 // Every case runs against both backends, every named check asserted in
 // each.
 func TestThirdPartyRegression(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t)
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			t.Parallel()
@@ -233,7 +229,11 @@ var caseFuncs = map[string]func(t *testing.T, c *checks, open opener){
 		go func() { res <- h.do(map[string]any{"op": "connect", "maxWaitMs": 20000}) }()
 		start := time.Now()
 		var id string
-		waitFor(t, 10*time.Second, func() bool { it, _ := rt.snapshot().item(a.Package); id = it.RequestID; return id != "" })
+		require.Eventually(t, func() bool {
+			it, _ := rt.snapshot().item(a.Package)
+			id = it.RequestID
+			return id != ""
+		}, 10*time.Second, 5*time.Millisecond)
 		// Let the app wait for two retries, as a user would take a moment.
 		time.Sleep(time.Until(start.Add(2200 * time.Millisecond)))
 		ok := rt.answer(id, true)
@@ -311,7 +311,11 @@ var caseFuncs = map[string]func(t *testing.T, c *checks, open opener){
 		res := make(chan helperReply, 1)
 		go func() { res <- h.do(map[string]any{"op": "connect", "maxWaitMs": 20000}) }()
 		var id string
-		waitFor(t, 10*time.Second, func() bool { it, _ := rt.snapshot().item(a.Package); id = it.RequestID; return id != "" })
+		require.Eventually(t, func() bool {
+			it, _ := rt.snapshot().item(a.Package)
+			id = it.RequestID
+			return id != ""
+		}, 10*time.Second, 5*time.Millisecond)
 		ok := rt.answer(id, false)
 		deniedAt := time.Now()
 		c.check("denyAccepted", ok)
@@ -343,7 +347,7 @@ var caseFuncs = map[string]func(t *testing.T, c *checks, open opener){
 		h := rt.startApp(a.UID)
 		reason, _, _ := openLine(h.do(map[string]any{"op": "raw"}))
 		c.check("wasPending", reason == "authorization_pending")
-		gone := waitFor(t, 5*time.Second, func() bool { _, ok := rt.snapshot().item(a.Package); return !ok })
+		gone := assert.Eventually(t, func() bool { _, ok := rt.snapshot().item(a.Package); return !ok }, 5*time.Second, 5*time.Millisecond)
 		c.check("cardWithdrawnWithoutDenial", gone && len(rt.snapshot().Cards) == 0)
 	},
 	"revoke-closes": func(t *testing.T, c *checks, open opener) {
@@ -356,7 +360,7 @@ var caseFuncs = map[string]func(t *testing.T, c *checks, open opener){
 		h.do(map[string]any{"op": "promptAsync", "session": s.Session, "text": holdPrompt})
 		active := func() int { it, _ := rt.snapshot().item(a.Package); return it.Usage.ActiveTasks }
 		c.check("channelWasOpen", rt.snapshot().Channels.ThirdParty == 1)
-		c.check("taskWasRunning", waitFor(t, 5*time.Second, func() bool { return active() == 1 }))
+		c.check("taskWasRunning", assert.Eventually(t, func() bool { return active() == 1 }, 5*time.Second, 5*time.Millisecond))
 		start := time.Now()
 		err := rt.set(a.Package, callers.StateDenied)
 		cancelled := time.Since(start)
@@ -367,7 +371,7 @@ var caseFuncs = map[string]func(t *testing.T, c *checks, open opener){
 		c.check("tasksCancelled", active() == 0 && cancelled < time.Second, cancelled)
 		revs := rt.snapshot().Revocations
 		c.check("cancelRecorded", len(revs) == 1 && len(revs[0].CancelRequested) == 1 && revs[0].ClosedChannels == 1, revs)
-		c.check("slotFreed", waitFor(t, 2*time.Second, func() bool { return rt.slotFree(a) }))
+		c.check("slotFreed", assert.Eventually(t, func() bool { return rt.slotFree(a) }, 2*time.Second, 5*time.Millisecond))
 		c.check("sdkSawDisconnect", d.Err == nil)
 		w := h.do(map[string]any{"op": "wait"})
 		c.check("promptEndedDisconnected", w.Err != nil && w.Err.Code == "DISCONNECTED", w.Err)
@@ -389,10 +393,12 @@ var caseFuncs = map[string]func(t *testing.T, c *checks, open opener){
 		s := h.do(map[string]any{"op": "new"})
 		h.do(map[string]any{"op": "promptAsync", "session": s.Session, "text": holdPrompt})
 		active := func() int { it, _ := rt.snapshot().item(a.Package); return it.Usage.ActiveTasks }
-		waitFor(t, 5*time.Second, func() bool { return active() == 1 })
+		require.Eventually(t, func() bool { return active() == 1 }, 5*time.Second, 5*time.Millisecond)
 		r := h.do(map[string]any{"op": "disconnect"})
 		c.check("detached", r.Err == nil)
-		c.check("noChannelLeft", waitFor(t, 5*time.Second, func() bool { return rt.snapshot().Channels.Open == 0 }))
+		c.check("noChannelLeft", assert.Eventually(t, func() bool {
+			return rt.snapshot().Channels.Open == 0
+		}, 5*time.Second, 5*time.Millisecond))
 		c.check("taskOutlivedItsChannel", active() == 1)
 		start := time.Now()
 		err := rt.set(a.Package, callers.StateDenied)
@@ -423,7 +429,7 @@ var caseFuncs = map[string]func(t *testing.T, c *checks, open opener){
 		// app the uid belongs to, never the name it claimed.
 		h.do(map[string]any{"op": "promptAsync", "session": s.Session, "text": writePrompt})
 		var cards []consent.View
-		seen := waitFor(t, 20*time.Second, func() bool { cards = rt.pendingCards(); return len(cards) > 0 })
+		seen := assert.Eventually(t, func() bool { cards = rt.pendingCards(); return len(cards) > 0 }, 20*time.Second, 5*time.Millisecond)
 		c.check("cardSeen", seen && len(cards) == 1, cards)
 		var card consent.View
 		if len(cards) > 0 {

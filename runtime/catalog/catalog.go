@@ -24,11 +24,14 @@ const (
 	// KindBuiltin: a tool the runtime itself provides (read_skill); its
 	// Name is fixed by the caller of New.
 	KindBuiltin
+	// KindACI: a capability of an installed app's ACI service, the
+	// runtime being the controller; named by AssignACI from its ACIToolID.
+	KindACI
 )
 
-var kindNames = [...]string{KindPlugin: "plugin", KindSession: "session", KindBuiltin: "builtin"}
+var kindNames = [...]string{KindPlugin: "plugin", KindSession: "session", KindBuiltin: "builtin", KindACI: "aci"}
 
-// String returns "plugin", "session" or "builtin".
+// String returns "plugin", "session", "builtin" or "aci".
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
 		return kindNames[k]
@@ -76,6 +79,8 @@ type Entry struct {
 	Source ToolID `json:"source"`
 	// Session is the session tool's id (KindSession only).
 	Session SessionToolID `json:"session"`
+	// ACI is the capability's id (KindACI only).
+	ACI ACIToolID `json:"aci,omitzero"`
 	// PluginID is the registry id of the plugin ("<package>/<dir>").
 	PluginID    string          `json:"pluginId,omitempty"`
 	Title       string          `json:"title,omitempty"`
@@ -96,13 +101,16 @@ type Entry struct {
 }
 
 // Provider is the provider string of events: "<plugin>" for plugin
-// tools, "session:<server>" for session tools, "agentos" for builtins.
+// tools, "session:<server>" for session tools, "aci:<package>" for ACI
+// capabilities, "agentos" for builtins.
 func (e Entry) Provider() string {
 	switch e.Kind {
 	case KindPlugin:
 		return e.Source.Plugin
 	case KindSession:
 		return "session:" + e.Session.Server
+	case KindACI:
+		return "aci:" + e.ACI.Package
 	}
 	return "agentos"
 }
@@ -126,14 +134,17 @@ type Catalog struct {
 func New(entries []Entry) (*Catalog, error) {
 	var plugin []ToolID
 	var session []SessionToolID
+	var aci []ACIToolID
 	for _, e := range entries {
 		switch e.Kind {
 		case KindPlugin:
 			plugin = append(plugin, e.Source)
 		case KindSession:
 			session = append(session, e.Session)
+		case KindACI:
+			aci = append(aci, e.ACI)
 		case KindBuiltin:
-			if !ValidName(e.Name) || strings.HasPrefix(e.Name, PluginPrefix) || strings.HasPrefix(e.Name, SessionPrefix) {
+			if !ValidName(e.Name) || strings.HasPrefix(e.Name, PluginPrefix) || strings.HasPrefix(e.Name, SessionPrefix) || strings.HasPrefix(e.Name, ACIPrefix) {
 				return nil, fmt.Errorf("catalog: builtin name %q: %w", e.Name, ErrBadEntry)
 			}
 		default:
@@ -151,18 +162,28 @@ func New(entries []Entry) (*Catalog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
+	anames, err := AssignACI(aci)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
 	named := make([]Entry, len(entries))
 	for i, e := range entries {
 		switch e.Kind {
 		case KindPlugin:
 			e.Name = pnames[e.Source]
-			e.Session = SessionToolID{}
+			e.Session, e.ACI = SessionToolID{}, ACIToolID{}
 		case KindSession:
 			e.Name = snames[e.Session]
-			e.Source = ToolID{}
+			e.Source, e.ACI = ToolID{}, ACIToolID{}
 			e.MayAlwaysAllow = false // never always-allow (spec §2.9)
-		case KindBuiltin:
+		case KindACI:
+			e.Name = anames[e.ACI]
 			e.Source, e.Session = ToolID{}, SessionToolID{}
+			// The approval policy is keyed by plugin tools; an ACI
+			// capability asks (or is remembered for the session).
+			e.MayAlwaysAllow = false
+		case KindBuiltin:
+			e.Source, e.Session, e.ACI = ToolID{}, SessionToolID{}, ACIToolID{}
 		}
 		if e.Risk == RiskHigh {
 			e.MayAlwaysAllow = false
@@ -242,8 +263,9 @@ func (v View) SkillsAllowed() bool { return v.Scope == nil && StoredMode(string(
 // visible is the one rule of spec §2.4/§2.5/§2.9: disabled tools never;
 // chat none; session tools ignore toolScope and need default mode;
 // builtins vanish in restricted-scope sessions; plugin tools must be in
-// scope (on plugin and raw tool, regardless of server); read_only keeps
-// READ only.
+// scope (on plugin and raw tool, regardless of server), ACI capabilities
+// too (the package as the plugin, the capability id as the tool);
+// read_only keeps READ only.
 func (v View) visible(e Entry) bool {
 	if !e.Enabled {
 		return false
@@ -262,6 +284,8 @@ func (v View) visible(e Entry) bool {
 		return v.Scope == nil
 	case KindPlugin:
 		return inScope(v.Scope, e.Source.Plugin, e.Source.Tool)
+	case KindACI:
+		return inScope(v.Scope, e.ACI.Package, e.ACI.Capability)
 	}
 	return false
 }

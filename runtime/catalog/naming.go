@@ -21,6 +21,7 @@ var SuffixLengths = [...]int{6, 8, 12, 16, 24}
 const (
 	PluginPrefix  = "mcp__"
 	SessionPrefix = "ses__"
+	ACIPrefix     = "aci__"
 )
 
 // Errors of Assign and AssignSession, matched with errors.Is.
@@ -52,6 +53,16 @@ type SessionToolID struct {
 }
 
 func (id SessionToolID) String() string { return id.Server + "/" + id.Tool }
+
+// ACIToolID names a capability of an app's ACI service: the package, the
+// service's server name (app.json) and the capability id.
+type ACIToolID struct {
+	Package    string `json:"package"`
+	Service    string `json:"service"`
+	Capability string `json:"capability"`
+}
+
+func (id ACIToolID) String() string { return id.Package + "/" + id.Service + "/" + id.Capability }
 
 // Sanitize maps a name segment to [A-Za-z0-9_-]: every UTF-16 code unit
 // that is not ASCII a-z, A-Z, 0-9, '_' or '-' becomes one '_'. So a CJK
@@ -126,6 +137,14 @@ var sessionNamer = namer[SessionToolID]{
 	},
 	identity: func(id SessionToolID) string { return id.Server + "\x00" + id.Tool },
 	valid:    func(id SessionToolID) bool { return id.Server != "" && id.Tool != "" },
+}
+
+var aciNamer = namer[ACIToolID]{
+	plain: func(id ACIToolID) string {
+		return ACIPrefix + Sanitize(id.Package) + "__" + Sanitize(id.Service) + "__" + Sanitize(id.Capability)
+	},
+	identity: func(id ACIToolID) string { return id.Package + "\x00" + id.Service + "\x00" + id.Capability },
+	valid:    func(id ACIToolID) bool { return id.Package != "" && id.Service != "" && id.Capability != "" },
 }
 
 // hash is the lowercase hex SHA-256 of the raw identity's UTF-8 bytes.
@@ -261,3 +280,12 @@ func SessionCandidates(id SessionToolID) []string { return sessionNamer.candidat
 func AssignSession(ids []SessionToolID) (map[SessionToolID]string, error) {
 	return sessionNamer.assign(ids)
 }
+
+// ACINameOf is NameOf for an ACI capability:
+// "aci__<package>__<service>__<capability>".
+func ACINameOf(id ACIToolID) string { return aciNamer.nameOf(id) }
+
+// AssignACI is Assign for ACI capabilities; identity is package + NUL +
+// service + NUL + capability. The results always start with "aci__", so
+// they never meet plugin, session or builtin names.
+func AssignACI(ids []ACIToolID) (map[ACIToolID]string, error) { return aciNamer.assign(ids) }

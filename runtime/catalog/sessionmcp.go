@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentoslab/agentlab/runtime/errcode"
 
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 	"github.com/agentoslab/agentlab/runtime/platform"
 )
 
@@ -430,6 +431,9 @@ func mustPrefixes(ss ...string) []netip.Prefix {
 // 2001:2::/48; ::ffff:a.b.c.d, 64:ff9b::/96 and 2002::/16 are judged by
 // the IPv4 address they embed. Zoned addresses are never public.
 func PublicAddr(a netip.Addr) bool {
+	if a.IsLoopback() && faultinject.Enabled && faultinject.Active(faultinject.SessionMCPLoopback) {
+		return true // injected fault
+	}
 	if !a.IsValid() || a.Zone() != "" {
 		return false
 	}

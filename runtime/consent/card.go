@@ -109,6 +109,9 @@ type CardRequest struct {
 	Source *catalog.ToolID
 	// SessionServer is the caller-supplied server's name, for session tools.
 	SessionServer string
+	// ACIApp is the app whose ACI capability is called (its label or
+	// package), for ACI capabilities.
+	ACIApp string
 	// Arguments is the call's JSON arguments as the model sent them.
 	Arguments json.RawMessage
 	Risk      catalog.Risk
@@ -207,6 +210,8 @@ func BuildCard(r CardRequest) Card {
 		c.SourceLine = "来自插件「" + SingleLine(src.Plugin, MaxSourceChars) + "」 · 服务器「" + SingleLine(src.Server, MaxSourceChars) + "」"
 	case r.SessionServer != "":
 		c.SourceLine = "来自调用方提供的服务器「" + SingleLine(r.SessionServer, MaxSourceChars) + "」"
+	case r.ACIApp != "":
+		c.SourceLine = "来自应用「" + SingleLine(r.ACIApp, MaxSourceChars) + "」的 ACI 能力"
 	}
 	for _, ch := range r.Options {
 		label, ok := choiceLabels[ch]

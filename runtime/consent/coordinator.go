@@ -12,6 +12,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/ids"
 	"github.com/agentoslab/agentlab/runtime/internal/chars"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 )
 
 // Coordinator limits (spec §4.6).
@@ -175,8 +176,10 @@ type Request struct {
 	// Source is set for plugin tools, SessionServer for session tools.
 	Source        *catalog.ToolID
 	SessionServer string
-	Arguments     json.RawMessage
-	Risk          catalog.Risk
+	// ACIApp is set for ACI capabilities (the app's label or package).
+	ACIApp    string
+	Arguments json.RawMessage
+	Risk      catalog.Risk
 	// Options are the choices offered (Options()); empty means
 	// [ALLOW_ONCE, DENY].
 	Options []Choice
@@ -362,7 +365,7 @@ func (c *Coordinator) enqueue(r Request) (*pendingReq, Outcome, bool) {
 	p := &pendingReq{req: r, created: now, timeout: timeout, done: make(chan struct{})}
 	p.card = BuildCard(CardRequest{
 		RequestID: r.ID, SessionID: r.SessionID, TaskID: r.TaskID, Caller: r.Caller,
-		ToolName: r.ToolName, ToolTitle: r.ToolTitle, Source: r.Source, SessionServer: r.SessionServer,
+		ToolName: r.ToolName, ToolTitle: r.ToolTitle, Source: r.Source, SessionServer: r.SessionServer, ACIApp: r.ACIApp,
 		Arguments: r.Arguments, Risk: r.Risk, Options: r.Options, CreatedAt: now, Timeout: timeout,
 	})
 	c.pending = append(c.pending, p)
@@ -371,6 +374,9 @@ func (c *Coordinator) enqueue(r Request) (*pendingReq, Outcome, bool) {
 	auto := mode != AutoOff && mode != ""
 	if !auto {
 		p.timer = c.o.Clock.AfterFunc(timeout, func() {
+			if faultinject.Enabled && faultinject.Active(faultinject.ConsentTimeoutAllows) {
+				c.finish(p, Outcome{Choice: AllowOnce, End: EndTimedOut}) // injected fault
+			}
 			c.finish(p, Outcome{Choice: Deny, End: EndTimedOut, DenyReason: DenyTimeout})
 		})
 	}

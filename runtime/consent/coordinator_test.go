@@ -31,17 +31,9 @@ func writeReq(id string) Request {
 // waitPending waits until n cards are pending.
 func waitPending(t *testing.T, c *Coordinator, n int) []View {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		v := c.Pending()
-		if len(v) == n {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d pending, want %d", len(v), n)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	var v []View
+	require.Eventually(t, func() bool { v = c.Pending(); return len(v) == n }, 10*time.Second, 2*time.Millisecond, "want %d pending", n)
+	return v
 }
 
 func TestCoordinatorAnswers(t *testing.T) {
@@ -322,7 +314,7 @@ func TestConsentSurfaceCheck(t *testing.T) {
 	tr := writeReq("")
 	tr.Timeout = 300 * time.Millisecond
 	tid := inject(tr)
-	waitFor(t, func() bool { return c.Decision(tid) != "pending" }, 10*time.Second)
+	require.Eventually(t, func() bool { return c.Decision(tid) != "pending" }, 10*time.Second, 2*time.Millisecond)
 	checks["timeoutDenies"] = c.Decision(tid) == "deny:timeout"
 	_, still := byID(tid)
 	checks["timedOutCardRemoved"] = !still && !c.Respond(tid, AllowOnce)
@@ -334,17 +326,6 @@ func TestConsentSurfaceCheck(t *testing.T) {
 		if !ok {
 			t.Errorf("check %s failed", name)
 		}
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool, d time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 

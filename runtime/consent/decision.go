@@ -2,6 +2,7 @@ package consent
 
 import (
 	"github.com/agentoslab/agentlab/runtime/catalog"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 )
 
 // HookDecision is the merged decision of the PreToolUse hooks that
@@ -113,6 +114,9 @@ func Options(o Offer) []Choice {
 	if o.Source != nil && o.Risk == catalog.RiskWrite && o.WritebackAvailable && o.AlwaysAllowOffered {
 		out = append(out, AlwaysAllow)
 	}
+	if faultinject.Enabled && faultinject.Active(faultinject.HighOffersAlwaysAllow) && o.Risk == catalog.RiskHigh {
+		out = append(out, AlwaysAllow) // injected fault
+	}
 	return append(out, Deny)
 }
 
@@ -123,6 +127,9 @@ func Resolve(options []Choice, answer Choice) Choice {
 		if c == answer {
 			return c
 		}
+	}
+	if faultinject.Enabled && faultinject.Active(faultinject.UnofferedAnswerAllows) {
+		return AllowOnce // injected fault
 	}
 	return Deny
 }

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 
+	"github.com/agentoslab/agentlab/runtime/aci/controller"
 	"github.com/agentoslab/agentlab/runtime/admin"
 	"github.com/agentoslab/agentlab/runtime/apps/appadmin"
 	"github.com/agentoslab/agentlab/runtime/bridge"
@@ -23,7 +24,7 @@ func CtlVerbs() []admin.Verb {
 	var vs []admin.Verb
 	for _, f := range [][]admin.Verb{
 		admin.Verbs(), modelconf.CtlVerbs(), callerchan.CtlVerbs(), bridge.CtlVerbs(), broker.CtlVerbs(), appadmin.Verbs(),
-		labclock.CtlVerbs(), console.CtlVerbs(), sessionVerbs(),
+		labclock.CtlVerbs(), controller.CtlVerbs(), console.CtlVerbs(), sessionVerbs(),
 	} {
 		vs = append(vs, f...)
 	}
@@ -37,6 +38,7 @@ const (
 	noDesktop    = "desktop access is off in this runtime's test mode (serve --allow-own-uid serves ACP uid-gated instead)"
 	fixedModel   = "this run's model was fixed at start (--model, --model-script); it cannot be changed"
 	noConsole    = "this runtime serves no web console (agentosd stdio)"
+	noACI        = "this runtime has no ACI controller: it needs the package table (a supervisor) and the extension host's broker"
 	noLabclock   = "this runtime was started without its clock file (agentosd serve opens it): it runs on the real clock"
 )
 
@@ -66,6 +68,11 @@ func (s *System) adminMethods() []admin.Method {
 		add(appadmin.Methods(s.Apps, s.Launcher))
 	} else {
 		add(unavailable(noSupervisor, appadmin.Methods(nil, nil)))
+	}
+	if s.ACI != nil {
+		add(controller.AdminMethods(s.ACI))
+	} else {
+		add(unavailable(noACI, controller.AdminMethods(nil)))
 	}
 	if s.opts.Labclock != nil {
 		add(labclock.AdminMethods(s.opts.Labclock))

@@ -15,6 +15,8 @@ import (
 	"github.com/agentoslab/agentlab/runtime/clock/clocktest"
 	"github.com/agentoslab/agentlab/runtime/engine/enginetest"
 	"github.com/agentoslab/agentlab/runtime/supervise"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func writeFile(t *testing.T, path, content string, mode os.FileMode) {
@@ -91,20 +93,10 @@ func TestHeartbeat(t *testing.T) {
 	clk := clocktest.New(time.UnixMilli(1_700_000_000_000))
 	h := newHeartbeat(data, time.Hour, clk)
 	path := filepath.Join(data, "heartbeat")
-	if err := h.set(stateStarting, 0); err != nil {
-		t.Fatal(err)
-	}
-	read := func() *supervise.Heartbeat {
-		t.Helper()
-		hb, err := supervise.ReadHeartbeat(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return hb
-	}
-	if hb := read(); hb.State != "starting" || hb.PID != os.Getpid() || hb.Tasks != 0 || hb.At != 1_700_000_000_000 {
-		t.Fatalf("starting: %+v", hb)
-	}
+	require.NoError(t, h.set(stateStarting, 0))
+	hb, err := supervise.ReadHeartbeat(path)
+	require.NoError(t, err)
+	assert.Equal(t, supervise.Heartbeat{PID: os.Getpid(), At: 1_700_000_000_000, State: "starting"}, *hb)
 	tasks := make(chan int, 1)
 	tasks <- 2
 	n := 0
@@ -115,26 +107,24 @@ func TestHeartbeat(t *testing.T) {
 		}
 		return n
 	})
-	waitFor(t, func() bool { hb := read(); return hb.State == "busy" && hb.Tasks == 2 })
+	// Polled from Eventually's goroutine: a read error is collected, not fatal.
+	reads := func(state string, tasks int) func(c *assert.CollectT) {
+		return func(c *assert.CollectT) {
+			hb, err := supervise.ReadHeartbeat(path)
+			require.NoError(c, err)
+			assert.Equal(c, state, hb.State)
+			assert.Equal(c, tasks, hb.Tasks)
+		}
+	}
+	require.EventuallyWithT(t, reads("busy", 2), 10*time.Second, 2*time.Millisecond)
 	tasks <- 0
 	h.poke()
-	waitFor(t, func() bool { return read().State == "idle" })
+	require.EventuallyWithT(t, reads("idle", 0), 10*time.Second, 2*time.Millisecond)
 	h.close()
 	h.set(stateStopping, 0)
-	if hb := read(); hb.State != "stopping" {
-		t.Fatalf("stopping: %+v", hb)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	hb, err = supervise.ReadHeartbeat(path)
+	require.NoError(t, err)
+	assert.Equal(t, "stopping", hb.State)
 }
 
 // TestStdioAnswersAfterInputEnds runs Stdio in-process over pipes: the

@@ -20,11 +20,12 @@
 //	Models      <data>/model.json + the key (the one place it is read)
 //	Quota       the caller quotas: the engine's Admission        (serve)
 //	Sessions    caller-supplied MCP servers                      (serve, with the extension host)
+//	Apps        the package table and the Launcher client        (serve, under a supervisor)
+//	ACI         the ACI controller: apps' capabilities as tools (serve, under a supervisor, with the extension host)
 //	Broker      the extension host's side: starts `agentosd ext` (serve, with the extension host)
 //	Engine      sessions, tasks, the turn loop; recovers unfinished tasks
 //	Agent       ACP over the engine
 //	Callers     the caller authorization registry, <data>/acp    (serve)
-//	Apps        the package table and the Launcher client        (serve, under a supervisor)
 //	Caller      @agentos-caller                                  (serve)
 //	Bridge      @agentos-acp with desktop pairing                (serve)
 //	Admin       @agentos-admin                                   (serve)

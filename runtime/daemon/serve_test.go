@@ -22,6 +22,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/sdk/acpclient"
 	"github.com/agentoslab/agentlab/runtime/supervise"
 	"github.com/agentoslab/agentlab/runtime/transport"
+	"github.com/stretchr/testify/require"
 )
 
 // End to end against the real binary: agentosd serve under its own uid,
@@ -162,18 +163,13 @@ func TestServeWithAccess(t *testing.T) {
 			t.Logf("serve log:\n%s", serveLog.String())
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	require.Eventually(t, func() bool {
 		c, err := transport.Dial(context.Background(), names.Admin())
 		if err == nil {
 			c.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start:\n%s", serveLog.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil
+	}, 20*time.Second, 10*time.Millisecond, "serve did not start")
 
 	// Desktop access is off: no socket.
 	if _, err := transport.Dial(context.Background(), names.ACP()); err == nil {
@@ -197,10 +193,7 @@ func TestServeWithAccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	var requestID string
-	for deadline := time.Now().Add(20 * time.Second); requestID == ""; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no authorization card")
-		}
+	require.Eventually(t, func() bool {
 		_, out := ctl(t, prefix, "", "callers", "list", "--json")
 		var l struct {
 			Cards []struct{ RequestID, PackageName string }
@@ -209,7 +202,8 @@ func TestServeWithAccess(t *testing.T) {
 		if len(l.Cards) == 1 && l.Cards[0].PackageName == pkg.Name {
 			requestID = l.Cards[0].RequestID
 		}
-	}
+		return requestID != ""
+	}, 20*time.Second, 20*time.Millisecond, "no authorization card")
 	if code, out := ctl(t, prefix, "", "callers", "answer", requestID, "allow"); code != 0 || !strings.Contains(out, "accepted") {
 		t.Fatalf("answer: %d %s", code, out)
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/aci/controller"
 	"github.com/agentoslab/agentlab/runtime/acp"
 	"github.com/agentoslab/agentlab/runtime/admin"
 	"github.com/agentoslab/agentlab/runtime/apps"
@@ -115,6 +116,9 @@ type System struct {
 	// Launcher the supervisor's launcher.
 	Apps     *apps.Table
 	Launcher *launcher.Client
+	// ACI is the runtime as ACI controller: the apps' capabilities as
+	// tools of the broker (with the package table and the extension host).
+	ACI *controller.Controller
 	// Caller serves the caller channel (@agentos-caller).
 	Caller *callerchan.Server
 	// Bridge is desktop access with pairing (@agentos-acp while on).
@@ -132,6 +136,7 @@ type System struct {
 	log        *slog.Logger
 	beat       *heartbeat
 	stopFollow func() // ends the package table's change feed
+	stopACI    func() // ends the ACI controller's discovery
 }
 
 // Open builds the runtime for `agentosd serve`: every subsystem, in the
@@ -194,9 +199,17 @@ func open(ctx context.Context, opts *Options, stdio bool) (s *System, err error)
 		tools = noTools{}
 	default:
 		s.Sessions = sessionmcp.New(&sessionmcp.Options{Clock: o.Clock, Logger: o.Logger})
+		var aci broker.ACITools
+		if o.Root != "" {
+			if err := s.openApps(); err != nil {
+				return s, err
+			}
+			s.ACI = controller.New(controller.Options{Packages: s.Apps, Names: o.Names, Launcher: s.Launcher, Clock: o.Clock, Logger: o.Logger})
+			aci = s.ACI
+		}
 		s.Broker = broker.New(broker.Options{
 			Names: o.Names, DataDir: o.Data, AppsDir: supervise.RuntimeEnv{Root: o.Root}.AppsDir(),
-			ExtFlags: o.ExtFlags, ExtStderr: o.ExtStderr, Sessions: s.Sessions, Clock: o.Clock, Logger: o.Logger,
+			ExtFlags: o.ExtFlags, ExtStderr: o.ExtStderr, Sessions: s.Sessions, ACI: aci, Clock: o.Clock, Logger: o.Logger,
 		})
 		if err := s.Broker.Start(ctx); err != nil {
 			return s, err
@@ -239,15 +252,20 @@ func (s *System) openDoors(ctx context.Context) (err error) {
 	}
 	lookup := callerchan.Lookup(func(int) []callers.App { return nil })
 	if o.Root != "" {
-		if s.Apps, err = apps.OpenTable(supervise.RuntimeEnv{Root: o.Root}.AppsDir(), &apps.TableOptions{Logger: o.Logger}); err != nil {
+		if err := s.openApps(); err != nil {
 			return err
 		}
-		s.Launcher = launcher.NewClient(launcher.SocketName(o.Names))
 		lookup = callerchan.TableLookup(s.Apps)
 		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		done := make(chan struct{})
 		go func() { defer close(done); callerchan.FollowTable(fctx, s.Apps, s.Callers, s.Quota.Forget) }()
 		s.stopFollow = func() { cancel(); <-done }
+		if s.ACI != nil {
+			actx, acancel := context.WithCancel(context.WithoutCancel(ctx))
+			adone := make(chan struct{})
+			go func() { defer close(adone); s.ACI.Follow(actx, s.Apps.Changed) }()
+			s.stopACI = func() { acancel(); <-adone }
+		}
 	}
 	if s.Caller, err = callerchan.New(&callerchan.Options{Name: o.Names.Caller(), Registry: s.Callers, Packages: lookup,
 		RuntimeUID: os.Getuid(), Serve: serve, Logger: o.Logger}); err != nil {
@@ -291,6 +309,21 @@ func (s *System) openDoors(ctx context.Context) (err error) {
 	return nil
 }
 
+// openApps opens the package table and the launcher's client, once
+// (the ACI controller needs them before the broker, the caller channel
+// after).
+func (s *System) openApps() (err error) {
+	if s.Apps != nil {
+		return nil
+	}
+	o := s.opts
+	if s.Apps, err = apps.OpenTable(supervise.RuntimeEnv{Root: o.Root}.AppsDir(), &apps.TableOptions{Logger: o.Logger}); err != nil {
+		return err
+	}
+	s.Launcher = launcher.NewClient(launcher.SocketName(o.Names))
+	return nil
+}
+
 // Close stops the runtime in the reverse order of Open: the doors close
 // (connections end; tasks go on), new prompts are refused, running and
 // queued tasks are cancelled and written as such (a task that does not
@@ -315,6 +348,9 @@ func (s *System) Close(ctx context.Context) error {
 	}
 	if s.Caller != nil {
 		s.Caller.Close()
+	}
+	if s.stopACI != nil {
+		s.stopACI()
 	}
 	if s.stopFollow != nil {
 		s.stopFollow()

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentoslab/agentlab/runtime/aci/controller"
 	"github.com/agentoslab/agentlab/runtime/acp"
 	"github.com/agentoslab/agentlab/runtime/admin"
 	"github.com/agentoslab/agentlab/runtime/apps"
@@ -47,6 +48,7 @@ func TestSystemNamesEverySubsystem(t *testing.T) {
 		"Callers":  reflect.TypeFor[*callers.Registry](),
 		"Apps":     reflect.TypeFor[*apps.Table](),
 		"Launcher": reflect.TypeFor[*launcher.Client](),
+		"ACI":      reflect.TypeFor[*controller.Controller](),
 		"Caller":   reflect.TypeFor[*callerchan.Server](),
 		"Bridge":   reflect.TypeFor[*bridge.Bridge](),
 		"ACP":      reflect.TypeFor[*transport.Service](),

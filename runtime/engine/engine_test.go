@@ -477,7 +477,7 @@ func TestQueueLimitAndFIFO(t *testing.T) {
 	h.model.Push(enginetest.Reply{Hold: true})
 	id := h.session(desktop, nil)
 	first := h.submit(desktop, id, "hold")
-	waitFor(t, func() bool { return len(h.model.Requests()) == 1 })
+	require.Eventually(t, func() bool { return len(h.model.Requests()) == 1 }, 10*time.Second, time.Millisecond)
 	var queued []*engine.Turn
 	for i := range 16 {
 		queued = append(queued, h.submit(desktop, id, fmt.Sprint("q", i)))
@@ -523,7 +523,7 @@ func TestSchedulerLimits(t *testing.T) {
 		sessions = append(sessions, h.session(c, nil))
 		turns = append(turns, h.submit(c, sessions[len(sessions)-1], "hold"))
 	}
-	waitFor(t, func() bool { return h.e.Stats().Running == 4 })
+	require.Eventually(t, func() bool { return h.e.Stats().Running == 4 }, 10*time.Second, time.Millisecond)
 	if u := h.e.Usage(app.OwnerKey()); u.Running != 2 || u.Queued != 1 {
 		t.Fatalf("app usage %+v (2 per owner)", u)
 	}
@@ -550,18 +550,7 @@ func TestSchedulerLimits(t *testing.T) {
 	if end := body[engine.TaskEndBody](t, evs[len(evs)-1]); end.By != "revoked" {
 		t.Fatalf("cancel by %+v", end)
 	}
-	waitFor(t, func() bool { return h.e.Usage(app2.OwnerKey()).Running == 1 })
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	require.Eventually(t, func() bool { return h.e.Usage(app2.OwnerKey()).Running == 1 }, 10*time.Second, time.Millisecond)
 }
 
 func TestCancelDuringToolCalls(t *testing.T) {
@@ -644,7 +633,7 @@ func TestExecutionTimeout(t *testing.T) {
 	h.model.Push(enginetest.Reply{Hold: true})
 	id := h.session(desktop, nil)
 	turn := h.submit(desktop, id, "x")
-	waitFor(t, func() bool { return h.e.Stats().Running == 1 && clock.Pending() > 0 })
+	require.Eventually(t, func() bool { return h.e.Stats().Running == 1 && clock.Pending() > 0 }, 10*time.Second, time.Millisecond)
 	clock.Advance(15 * time.Minute)
 	_, err := wait(t, turn)
 	if codeOf(err) != errcode.ExecutionTimeout {
@@ -855,7 +844,7 @@ func TestNoGoroutineLeaks(t *testing.T) {
 	h.tools.Release()
 	h.model.Push(enginetest.Reply{Hold: true})
 	h.submit(desktop, id, "5") // still running when the engine closes
-	waitFor(t, func() bool { return h.e.Stats().Running == 1 })
+	require.Eventually(t, func() bool { return h.e.Stats().Running == 1 }, 10*time.Second, time.Millisecond)
 	h.close()
 	deadline := time.Now().Add(5 * time.Second)
 	for runtime.NumGoroutine() > before {
@@ -875,7 +864,7 @@ func TestQueuedPromptSeesTheAnswerBeforeIt(t *testing.T) {
 	id := h.session(desktop, nil)
 	h.model.Push(enginetest.Reply{Events: enginetest.Text("answer one").Events, Delay: 30 * time.Millisecond}, enginetest.Text("answer two"))
 	first := h.submit(desktop, id, "first")
-	waitFor(t, func() bool { return len(h.model.Requests()) == 1 })
+	require.Eventually(t, func() bool { return len(h.model.Requests()) == 1 }, 10*time.Second, time.Millisecond)
 	second := h.submit(desktop, id, "second")
 	wait(t, first)
 	wait(t, second)

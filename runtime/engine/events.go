@@ -33,6 +33,9 @@ const (
 	eventPrefixConsent     = "consent."
 	eventPrefixHook        = "hook."
 	eventToolProgress      = "tool.progress"
+	// EvToolProgress is a dispatched call's progress (ToolProgressBody),
+	// written by the tool layer (an ACI callAsync).
+	EvToolProgress = eventToolProgress
 )
 
 // SessionCreatedBody is the body of session.created.
@@ -65,6 +68,14 @@ type ToolCallBody struct {
 // ToolRefBody is the body of tool.dispatched.
 type ToolRefBody struct {
 	ToolCallID string `json:"toolCallId"`
+}
+
+// ToolProgressBody is the body of tool.progress: how far a dispatched
+// call is (0–100, never going back) and what it says it does.
+type ToolProgressBody struct {
+	ToolCallID string `json:"toolCallId"`
+	Percent    int    `json:"percent"`
+	Message    string `json:"message,omitempty"`
 }
 
 // ToolResultBody is the body of tool.result. Text is exactly what the

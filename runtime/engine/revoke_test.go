@@ -11,6 +11,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/engine/enginetest"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/model"
+	"github.com/stretchr/testify/require"
 )
 
 // leasedModel is a ModelLeaser whose configuration the test clears, as
@@ -50,16 +51,6 @@ func (l *leasedModel) clear() {
 	defer l.mu.Unlock()
 	l.cleared = true
 	close(l.revoked)
-}
-
-// waitCond polls cond until it holds; the test fails after 10 s.
-func waitCond(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
 }
 
 // checkKeyRevoked asserts the spec §3.2 error of a turn stopped by a
@@ -115,8 +106,8 @@ func TestClearedKeyStopsRunningTurns(t *testing.T) {
 			started := func(sid string) func() bool {
 				return func() bool { return len(find(h.events(sid), tc.startedEvent)) > 0 }
 			}
-			waitCond(t, "the first turn to start", started(s1))
-			waitCond(t, "the second turn to start", started(s2))
+			require.Eventually(t, started(s1), 10*time.Second, 2*time.Millisecond, "waiting for the first turn to start")
+			require.Eventually(t, started(s2), 10*time.Second, 2*time.Millisecond, "waiting for the second turn to start")
 			requests := len(m.Requests())
 
 			lm.clear()
@@ -148,7 +139,9 @@ func TestClearedKeyLeavesOtherEndsAlone(t *testing.T) {
 		h := newHarness(t, func(o *engine.Options) { o.Models = lm })
 		id := h.session(desktop, nil)
 		turn := h.submit(desktop, id, "x")
-		waitCond(t, "the turn to stream", func() bool { return len(find(h.events(id), engine.EvMessageDelta)) > 0 })
+		require.Eventually(t, func() bool {
+			return len(find(h.events(id), engine.EvMessageDelta)) > 0
+		}, 10*time.Second, 2*time.Millisecond, "waiting for the turn to stream")
 		h.e.CancelSession(context.Background(), id, "client")
 		lm.clear()
 		if stop, err := wait(t, turn); stop != engine.StopCancelled || err != nil {

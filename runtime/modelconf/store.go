@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 	"github.com/agentoslab/agentlab/runtime/model"
 	"github.com/agentoslab/agentlab/runtime/model/providers"
 )
@@ -229,6 +230,9 @@ func (s *Store) Set(cfg model.Config, key *string) error {
 	}
 	s.apply(cfg)
 	s.log.Info("modelconf: model set", "provider", cfg.Provider, "keySet", cfg.Key != "")
+	if faultinject.Enabled && faultinject.Active(faultinject.ModelKeyLogged) {
+		s.log.Warn("modelconf: model key", "key", cfg.Key) // injected fault
+	}
 	return nil
 }
 

@@ -17,6 +17,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -324,17 +327,10 @@ func TestServiceScript(t *testing.T) {
 				t.Fatalf("%v: %s", err, out)
 			}
 			want := "supervise --moddir " + mod + " --root /data/agentos --runtime-uid 19000 --socket-prefix lab1-\n"
-			deadline := time.Now().Add(10 * time.Second)
-			for {
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
 				got, _ := os.ReadFile(record)
-				if string(got) == want {
-					return
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("agentosd started with %q, want %q", got, want)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+				assert.Equal(c, want, string(got), "agentosd's arguments")
+			}, 10*time.Second, 10*time.Millisecond)
 		})
 	}
 }

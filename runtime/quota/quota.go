@@ -9,6 +9,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 )
 
 // Config are the limits of spec §4.3. A zero field takes the default shown.
@@ -140,7 +141,7 @@ func (q *Quota) Admit(_ context.Context, c engine.Caller, chars int) (func(outco
 		q.owners[key] = o
 	}
 	o.prune(now, cfg.Window)
-	if o.active >= cfg.MaxConcurrent {
+	if o.active >= cfg.MaxConcurrent && !(faultinject.Enabled && faultinject.Active(faultinject.BusyQuotaIgnored)) {
 		q.mu.Unlock()
 		q.log.Info("prompt refused", "owner", key, "reason", "busy")
 		return nil, errcode.New(errcode.QuotaExceeded, "This app already has a prompt in progress. Wait for it to finish.").

@@ -21,6 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/apps/apptest"
 	"github.com/agentoslab/agentlab/runtime/apps/launcher"
@@ -230,17 +231,10 @@ func (h *harness) await(what string, ok func(Status) bool) Status {
 // them.
 func (h *harness) awaitStarts(n int) []string {
 	h.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		s := h.starts()
-		if len(s) >= n {
-			return s
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("%d starts recorded, want %d", len(s), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var s []string
+	require.Eventually(h.t, func() bool { s = h.starts(); return len(s) >= n }, 20*time.Second, 5*time.Millisecond,
+		"never %d starts recorded", n)
+	return s
 }
 
 func (h *harness) starts() []string {
@@ -673,9 +667,7 @@ func TestHeartbeatReading(t *testing.T) {
 // kernel, or the defaults when none runs: the doctor's DNS and HTTPS
 // checks run as it.
 func TestRuntimeIdentity(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: starts a process under another uid")
-	}
+	testenv.NeedRoot(t)
 	root := t.TempDir()
 	def := RuntimeIdentity(root)
 	if def.Uid != DefaultRuntimeUID || def.Gid != DefaultRuntimeUID || !slices.Equal(def.Groups, []uint32{3003}) {

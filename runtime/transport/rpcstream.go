@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/agentoslab/agentlab/runtime/errcode"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 )
 
 // RPCOptions configure an RPCStream. The zero value works.
@@ -136,7 +137,9 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	line := bytes.TrimRight(p, "\r\n")
 	// Bytes bound UTF-16 units from above: count only when it may matter.
 	if len(line) > w.s.maxChars {
-		if n := UTF16Len(line); n > w.s.maxChars {
+		if n := UTF16Len(line); n > w.s.maxChars && faultinject.Enabled && faultinject.Active(faultinject.OversizeClosesChannel) {
+			return 0, ErrLineTooLong // injected fault: the caller of Write ends the connection
+		} else if n > w.s.maxChars {
 			return len(p), w.s.oversize(line, n)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentoslab/agentlab/internal/testenv"
 )
 
 // The test binary doubles as a client process: with TRANSPORT_TEST_DIAL
@@ -39,9 +41,7 @@ func uniqueName(t *testing.T) string {
 }
 
 func TestPeerCredIsTheKernelsUID(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run a client under another uid (CI runs as root)")
-	}
+	testenv.NeedRoot(t)
 	ln, err := Listen(uniqueName(t))
 	if err != nil {
 		t.Fatal(err)

@@ -36,6 +36,7 @@
 //	raw_close    {conn}
 //	dial         {socket: caller|admin|acp|NAME, line, readMs}          result: refused, reset, epipe, eof, data or open; closedUnread
 //	sleep        {ms}
+//	wait_clock   {conn, ms, since, timeoutMs}                           moved, movedMs, kind: the runtime's clock (clock.show on an admin conn) is ms past since's answer
 //
 // id and session name a session of the plan (its as) or any session id
 // (another app's, for the isolation checks). scope absent means no

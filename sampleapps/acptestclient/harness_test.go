@@ -23,6 +23,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/quota"
 	"github.com/agentoslab/agentlab/runtime/store"
 	"github.com/agentoslab/agentlab/runtime/transport"
+	"github.com/stretchr/testify/require"
 )
 
 // The runtime the client is tested against: store, engine, quota,
@@ -176,15 +177,15 @@ func (rt *runtime) allow(t *testing.T) {
 // pendingRequest waits for the app's pending card and returns its id.
 func (rt *runtime) pendingRequest(t *testing.T) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var id string
+	require.Eventually(t, func() bool {
 		for _, it := range rt.reg.List().Callers {
 			if it.PackageName == testPackage && it.RequestID != "" {
-				return it.RequestID
+				id = it.RequestID
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("no pending card")
-	return ""
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "no pending card")
+	return id
 }

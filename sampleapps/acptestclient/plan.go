@@ -66,9 +66,11 @@ type Op struct {
 	// ReadMs bounds how long raw and dial read what comes back.
 	ReadMs int `json:"readMs,omitempty"`
 
-	// wait_closed, await, sleep
+	// wait_closed, await, sleep, wait_clock
 	TimeoutMs int `json:"timeoutMs,omitempty"`
 	Ms        int `json:"ms,omitempty"`
+	// Since is wait_clock's reference: an earlier raw clock.show's as.
+	Since string `json:"since,omitempty"`
 }
 
 // Server is a caller-supplied MCP server of new, fork, load or resume.
@@ -109,11 +111,12 @@ const (
 	OpRawClose   = "raw_close"
 	OpDial       = "dial"
 	OpSleep      = "sleep"
+	OpWaitClock  = "wait_clock"
 )
 
 // Ops lists every kind, in the package doc's order.
 var Ops = []string{OpConnect, OpDisconnect, OpWaitClosed, OpNew, OpFork, OpLoad, OpResume, OpList, OpDelete, OpClose,
-	OpSetMode, OpSetModel, OpPrompt, OpCancel, OpAwait, OpWaitText, OpRawOpen, OpRawConnect, OpRaw, OpRawRead, OpRawClose, OpDial, OpSleep}
+	OpSetMode, OpSetModel, OpPrompt, OpCancel, OpAwait, OpWaitText, OpRawOpen, OpRawConnect, OpRaw, OpRawRead, OpRawClose, OpDial, OpSleep, OpWaitClock}
 
 // Bounds of a plan: what crosses into the runtime stays small and every
 // wait ends.
@@ -257,6 +260,10 @@ func validate(ops []Op) error {
 		case OpDial, OpRawConnect:
 			if op.Socket == "" {
 				return bad("needs socket")
+			}
+		case OpWaitClock:
+			if op.Ms <= 0 {
+				return bad("needs ms")
 			}
 		}
 		if op.Line != nil && (len(*op.Line) > MaxLine || bytes.ContainsAny([]byte(*op.Line), "\n")) {

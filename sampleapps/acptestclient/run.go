@@ -104,6 +104,8 @@ type runner struct {
 	results map[string]any
 	bg      map[string]*background
 	wg      sync.WaitGroup
+
+	clockSeq int // wait_clock's request ids
 }
 
 // background is a prompt running while the plan goes on.
@@ -249,6 +251,8 @@ func (r *runner) do(ctx context.Context, op *Op) (any, error) {
 		return &Outcome{}, nil
 	case OpDial:
 		return r.dial(ctx, op)
+	case OpWaitClock:
+		return r.waitClock(ctx, op)
 	case OpSleep:
 		t := time.NewTimer(time.Duration(op.Ms) * time.Millisecond)
 		defer t.Stop()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentoslab/agentlab/runtime/apps/apptest"
 	"github.com/agentoslab/agentlab/runtime/transport"
+	"github.com/stretchr/testify/require"
 )
 
 // agentosd is built once per test binary, on first use.
@@ -184,17 +185,23 @@ func (d *device) mustRun(pkg string, args ...string) map[string]any {
 // fails naming what), and fails at once if the supervisor exited.
 func (d *device) waitFor(timeout time.Duration, what string, cond func() bool) {
 	d.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			d.t.Fatalf("timed out after %s waiting until %s", timeout, what)
+	var exited bool
+	var exitErr error
+	require.Eventually(d.t, func() bool {
+		if cond() {
+			return true
 		}
 		select {
-		case err := <-d.exited:
-			d.exited <- err
-			d.t.Fatalf("the supervisor exited (%v) while waiting until %s", err, what)
-		case <-time.After(50 * time.Millisecond):
+		case exitErr = <-d.exited:
+			d.exited <- exitErr
+			exited = true // reported below, without waiting out the timeout
+			return true
+		default:
+			return false
 		}
+	}, timeout, 50*time.Millisecond, "waiting until %s", what)
+	if exited {
+		d.t.Fatalf("the supervisor exited (%v) while waiting until %s", exitErr, what)
 	}
 }
 

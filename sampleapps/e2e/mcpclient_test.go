@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentoslab/agentlab/internal/testenv"
 )
 
 // npm ci runs at most once per test binary.
@@ -23,11 +25,7 @@ var (
 // absent.
 func mcpClient(t *testing.T) func(bin, data string, plan []call) clientOut {
 	t.Helper()
-	node, errNode := exec.LookPath("node")
-	npm, errNpm := exec.LookPath("npm")
-	if errNode != nil || errNpm != nil {
-		t.Skip("node and npm are needed for the MCP TypeScript client test; install nodejs and npm")
-	}
+	node, npm := testenv.NeedNode(t)
 	dir, err := filepath.Abs(filepath.Join("testdata", "mcpclient"))
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/sdk/plugin"
 	"github.com/agentoslab/agentlab/runtime/transport"
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/stretchr/testify/require"
 )
 
 var binPath string
@@ -128,12 +129,12 @@ func TestTools(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
 	go func() { _, err := c.CallTool(cctx, ToolSlow, json.RawMessage(`{}`)); errc <- err }()
-	waitFor(t, func() bool { return app.Snapshot().InFlight == 1 })
+	require.Eventually(t, func() bool { return app.Snapshot().InFlight == 1 }, 10*time.Second, 5*time.Millisecond)
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return app.Snapshot().Cancelled == 1 })
+	require.Eventually(t, func() bool { return app.Snapshot().Cancelled == 1 }, 10*time.Second, 5*time.Millisecond)
 
 	var s Stats
 	if err := json.Unmarshal(call(t, c, ToolStats, `{}`).Structured, &s); err != nil {
@@ -154,10 +155,10 @@ func TestTools(t *testing.T) {
 	for range 2 {
 		call(t, c, ToolRemoveTool, `{}`)
 	}
-	waitFor(t, func() bool {
+	require.Eventually(t, func() bool {
 		l, _ := c.ListTools(ctx)
 		return len(l) == len(Tools)
-	})
+	}, 10*time.Second, 5*time.Millisecond)
 	var rpc *plugin.RPCError
 	if _, err := c.CallTool(ctx, ToolExtra, nil); !errors.As(err, &rpc) {
 		t.Fatalf("extra after remove: %v", err)
@@ -173,17 +174,6 @@ func TestTools(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	if exited.Load() != 1 {
 		t.Fatalf("die exited %d times", exited.Load())
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

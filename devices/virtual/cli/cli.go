@@ -8,8 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
+
+	"github.com/agentoslab/agentlab/internal/table"
 
 	"github.com/agentoslab/agentlab/devices/virtual"
 	"github.com/spf13/cobra"
@@ -111,8 +112,7 @@ func printList(w io.Writer, infos []virtual.Info, asJSON bool) error {
 		_, err = fmt.Fprintln(w, string(b))
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSERIAL\tSTATE\tPID")
+	var rows [][]string
 	for _, in := range infos {
 		serial, pid := in.Serial, "-"
 		if serial == "" {
@@ -121,9 +121,9 @@ func printList(w io.Writer, infos []virtual.Info, asJSON bool) error {
 		if in.PID > 0 {
 			pid = fmt.Sprint(in.PID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", in.Name, serial, in.State, pid)
+		rows = append(rows, []string{in.Name, serial, string(in.State), pid})
 	}
-	return tw.Flush()
+	return table.Write(w, []string{"name", "serial", "state", "pid"}, rows)
 }
 
 func resetCmd(stateDir *string) *cobra.Command {

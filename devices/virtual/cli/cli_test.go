@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentoslab/agentlab/devices/internal/adbwire"
 	"github.com/agentoslab/agentlab/devices/virtual"
+	"github.com/agentoslab/agentlab/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -38,9 +39,7 @@ func run(t *testing.T, args ...string) (string, error) {
 // (it belongs to a keeper), answers adb, is stopped by the serial start
 // printed (as "bad name" once answered), and reset by name.
 func TestStartListStopReset(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("virtual devices need root (CAP_SYS_ADMIN)")
-	}
+	testenv.NeedRoot(t)
 	dir := t.TempDir()
 	out, err := run(t, "start", "--state-dir", dir, "--name", "cli-one", "--root-method", "kernelsu", "--prop", "debug.lab=1")
 	if err != nil {
@@ -78,7 +77,7 @@ func TestStartListStopReset(t *testing.T) {
 	if infos[0].State != "running" || infos[0].Serial != serial || keeper <= 0 || keeper == os.Getpid() {
 		t.Fatalf("listed %+v", infos[0])
 	}
-	if out, _ := run(t, "list", "--state-dir", dir); !regexp.MustCompile(`cli-one\s+` + regexp.QuoteMeta(serial) + `\s+running\s+\d+`).MatchString(out) {
+	if out, _ := run(t, "list", "--state-dir", dir); !regexp.MustCompile(`cli-one[\s│]+` + regexp.QuoteMeta(serial) + `[\s│]+running[\s│]+\d+`).MatchString(out) {
 		t.Errorf("list table: %q", out)
 	}
 	if _, err := run(t, "reset", "--state-dir", dir, "cli-one"); err == nil {
@@ -93,7 +92,7 @@ func TestStartListStopReset(t *testing.T) {
 		syscall.Wait4(keeper, &ws, 0, nil)
 	}
 	out, _ = run(t, "list", "--state-dir", dir)
-	if !regexp.MustCompile(`cli-one\s+-\s+stopped`).MatchString(out) {
+	if !regexp.MustCompile(`cli-one[\s│]+-[\s│]+stopped`).MatchString(out) {
 		t.Errorf("after stop: %q", out)
 	}
 	if out, err := run(t, "reset", "--state-dir", dir, "cli-one"); err != nil || !strings.Contains(out, "cli-one reset") {
@@ -108,9 +107,7 @@ func TestStartListStopReset(t *testing.T) {
 }
 
 func TestStartRefusesEmulatorPorts(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("virtual devices need root (CAP_SYS_ADMIN)")
-	}
+	testenv.NeedRoot(t)
 	out, err := run(t, "start", "--state-dir", t.TempDir(), "--port", "5555")
 	if err == nil || !strings.Contains(err.Error(), "emulator") {
 		t.Fatalf("start on 5555: %v %q", err, out)

@@ -17,8 +17,9 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/agentoslab/agentlab/internal/table"
 
 	"github.com/agentoslab/agentlab/runtime/admin"
 	"github.com/agentoslab/agentlab/runtime/apps"
@@ -341,16 +342,16 @@ func printApps(w io.Writer, raw json.RawMessage) error {
 		fmt.Fprintln(w, "no apps installed")
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PACKAGE\tUID\tVERSION\tSIGNER\tCALLER\tSERVERS\tLABEL")
+	var rows [][]string
 	for _, p := range ps {
 		var servers []string
 		for _, s := range p.Services {
 			servers = append(servers, s.Server)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d (%s)\t%s\t%v\t%s\t%s\n", p.Name, p.UID, p.VersionCode, p.VersionName, short(p.SigningDigest), p.Caller, strings.Join(servers, ","), p.Label)
+		rows = append(rows, []string{p.Name, fmt.Sprint(p.UID), fmt.Sprintf("%d (%s)", p.VersionCode, p.VersionName),
+			short(p.SigningDigest), fmt.Sprint(p.Caller), strings.Join(servers, ","), p.Label})
 	}
-	return tw.Flush()
+	return table.Write(w, []string{"package", "uid", "version", "signer", "caller", "servers", "label"}, rows)
 }
 
 func printProcs(w io.Writer, raw json.RawMessage) error {
@@ -362,13 +363,12 @@ func printProcs(w io.Writer, raw json.RawMessage) error {
 		fmt.Fprintln(w, "no app processes running")
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PACKAGE\tSERVER\tPID\tUID\tUP")
+	var rows [][]string
 	for _, p := range ps {
 		up := time.Since(time.UnixMilli(p.StartedAt)).Round(time.Second)
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", p.Package, p.Server, p.PID, p.UID, up)
+		rows = append(rows, []string{p.Package, p.Server, fmt.Sprint(p.PID), fmt.Sprint(p.UID), up.String()})
 	}
-	return tw.Flush()
+	return table.Write(w, []string{"package", "server", "pid", "uid", "up"}, rows)
 }
 
 func printStop(w io.Writer, raw json.RawMessage) error {

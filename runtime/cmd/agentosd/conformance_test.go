@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/internal/syncbuf"
+	"github.com/agentoslab/agentlab/internal/testenv"
 )
 
 // TestOfficialTypeScriptClient drives `agentosd stdio` with the official
@@ -21,11 +22,7 @@ import (
 // skipped only when node or npm is not installed.
 func TestOfficialTypeScriptClient(t *testing.T) {
 	t.Parallel()
-	node, errNode := exec.LookPath("node")
-	npm, errNpm := exec.LookPath("npm")
-	if errNode != nil || errNpm != nil {
-		t.Skip("node and npm are needed for the ACP TypeScript client conformance test; install nodejs and npm")
-	}
+	node, npm := testenv.NeedNode(t)
 	dir, err := filepath.Abs(filepath.Join("testdata", "tsclient"))
 	if err != nil {
 		t.Fatal(err)

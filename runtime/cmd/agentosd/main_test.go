@@ -19,6 +19,7 @@ import (
 	"github.com/agentoslab/agentlab/internal/syncbuf"
 	"github.com/agentoslab/agentlab/internal/testbin"
 	"github.com/agentoslab/agentlab/runtime/transport"
+	"github.com/stretchr/testify/require"
 )
 
 // testBin is agentosd with the in-process test tools (tag
@@ -100,23 +101,28 @@ func startServe(t testing.TB, bin, data, prefix string, extra ...string) *server
 		s.cmd.Process.Kill()
 		<-s.exited
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	exited := func() bool {
+		select {
+		case <-s.exited:
+			return true
+		default:
+			return false
+		}
+	}
+	require.Eventually(t, func() bool {
+		if exited() {
+			return true // reported below, without waiting out the timeout
+		}
 		c, err := transport.Dial(context.Background(), s.names.ACP())
 		if err == nil {
 			c.Close()
-			return s
 		}
-		select {
-		case <-s.exited:
-			t.Fatalf("serve exited: %v\n%s", s.err, s.stderr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not listen: %s", s.stderr)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return err == nil
+	}, 20*time.Second, 5*time.Millisecond, "serve did not listen: %s", s.stderr)
+	if exited() {
+		t.Fatalf("serve exited: %v\n%s", s.err, s.stderr)
 	}
+	return s
 }
 
 // rpc is a line-level JSON-RPC client.

@@ -16,6 +16,8 @@ import (
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/store"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // ctlRun runs `agentosd ctl` against s with stdin and returns the exit
@@ -168,18 +170,11 @@ func (s *server) waitQueued() {
 		s.t.Fatal(err)
 	}
 	defer c.Close()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	require.EventuallyWithT(s.t, func(ct *assert.CollectT) {
 		var st struct {
 			Tasks admin.TaskCounts `json:"tasks"`
 		}
-		if err := c.Call(ctx, "status", nil, &st); err != nil {
-			s.t.Fatal(err)
-		}
-		if st.Tasks.Queued == 1 {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("no queued task: %+v", st.Tasks)
-		}
-	}
+		require.NoError(ct, c.Call(ctx, "status", nil, &st))
+		assert.Equal(ct, 1, st.Tasks.Queued, "queued task: %+v", st.Tasks)
+	}, 20*time.Second, 5*time.Millisecond)
 }

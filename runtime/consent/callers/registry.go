@@ -295,6 +295,9 @@ func (r *Registry) openLocked(app App, close func()) (ch *Channel, revoked []*Ch
 	}
 	full := &Refusal{Reason: ReasonNotOpen, Text: "too many apps are waiting for authorization, or too many are remembered"}
 	e := r.entries[app.Package]
+	if e != nil && e.rec.SigningDigest != app.SigningDigest && faultinject.Enabled && faultinject.Active(faultinject.SignatureKeepsGrant) {
+		e.rec.SigningDigest = app.SigningDigest // injected fault: the grant stays
+	}
 	if e != nil && e.rec.SigningDigest != app.SigningDigest {
 		// A new signer: the old grant is revoked at once and the app is
 		// asked again.
@@ -334,7 +337,7 @@ func (r *Registry) openLocked(app App, close func()) (ch *Channel, revoked []*Ch
 	case StatePending:
 		return nil, nil, false, r.pendingRefusalLocked(e, now)
 	default: // denied
-		if now.UnixMilli() < e.rec.DeniedUntil {
+		if now.UnixMilli() < e.rec.DeniedUntil && !(faultinject.Enabled && faultinject.Active(faultinject.CooldownIgnored)) { // the fault skips the cooldown
 			return nil, nil, false, &Refusal{Reason: ReasonDenied, Text: "the user denied this app access to AgentOS; try again later"}
 		}
 		// Cooldown over: ask again.
@@ -560,6 +563,9 @@ func (r *Registry) Set(ctx context.Context, pkg string, s State) error {
 // revoke closes channels and cancels the tasks of every uid.
 func (r *Registry) revoke(ctx context.Context, pkg string, at time.Time, chs []*Channel, uids []int) {
 	start := time.Now() // WaitedMs measures how long stopping took: wall time
+	if faultinject.Enabled && faultinject.Active(faultinject.RevokeLeavesConnected) {
+		chs = nil // injected fault: the channels stay open
+	}
 	for _, c := range chs {
 		c.close()
 	}
@@ -609,7 +615,7 @@ func (r *Registry) revoke(ctx context.Context, pkg string, at time.Time, chs []*
 func (r *Registry) Reinstalled(pkg, digest string) {
 	r.mu.Lock()
 	e := r.entries[pkg]
-	if e == nil || e.rec.SigningDigest == digest {
+	if e == nil || e.rec.SigningDigest == digest || faultinject.Enabled && faultinject.Active(faultinject.SignatureKeepsGrant) {
 		r.mu.Unlock()
 		return
 	}

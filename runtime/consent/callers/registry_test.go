@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentoslab/agentlab/runtime/clock/clocktest"
 	"github.com/agentoslab/agentlab/runtime/consent/callers"
+	"github.com/stretchr/testify/require"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -97,18 +98,6 @@ func (e *env) item(pkg string) (callers.Item, bool) {
 		}
 	}
 	return callers.Item{}, false
-}
-
-// waitFor polls cond: the fake clock runs due timers in goroutines.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func TestFirstOpenIsPendingAndNeverBlocks(t *testing.T) {
@@ -231,7 +220,11 @@ func TestPendingTTLCountsAsDenial(t *testing.T) {
 		}
 	}
 	e.clock.Advance(time.Second)
-	waitFor(t, "denial", func() bool { it, _ := e.item(notes.Package); return it.State == callers.StateDenied })
+	// Polled: the fake clock runs due timers in goroutines.
+	require.Eventually(t, func() bool {
+		it, _ := e.item(notes.Package)
+		return it.State == callers.StateDenied
+	}, 5*time.Second, time.Millisecond, "waiting for denial")
 	if _, ref := e.open(notes); ref.Reason != callers.ReasonDenied {
 		t.Fatalf("after ttl: %v", ref)
 	}
@@ -253,7 +246,10 @@ func TestAbandon(t *testing.T) {
 			t.Fatal("withdrawn while the app still retried")
 		}
 		e.clock.Advance(time.Second)
-		waitFor(t, "withdrawal", func() bool { _, ok := e.item(notes.Package); return !ok })
+		require.Eventually(t, func() bool {
+			_, ok := e.item(notes.Package)
+			return !ok
+		}, 5*time.Second, time.Millisecond, "waiting for withdrawal")
 		_, next := e.open(notes)
 		if next.Reason != callers.ReasonPending || next.RequestID == first.RequestID {
 			t.Fatalf("after withdrawal: %+v", next)
@@ -268,7 +264,10 @@ func TestAbandon(t *testing.T) {
 			e.open(notes)
 		}
 		e.clock.Advance(5 * time.Second)
-		waitFor(t, "denial", func() bool { it, _ := e.item(notes.Package); return it.State == callers.StateDenied })
+		require.Eventually(t, func() bool {
+			it, _ := e.item(notes.Package)
+			return it.State == callers.StateDenied
+		}, 5*time.Second, time.Millisecond, "waiting for denial")
 	})
 }
 

@@ -8,8 +8,9 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/agentoslab/agentlab/internal/table"
 
 	"github.com/agentoslab/agentlab/runtime/admin"
 	"github.com/agentoslab/agentlab/runtime/catalog"
@@ -510,12 +511,11 @@ func finishCatalog(res json.RawMessage, asJSON bool, stdout, stderr io.Writer) i
 	if asJSON {
 		fmt.Fprintf(stdout, "%s\n", res)
 	} else {
-		tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tRISK\tENABLED\tAPPROVAL\tSOURCE")
+		var rows [][]string
 		for _, t := range v.Tools {
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\n", t.Name, t.Risk, t.Enabled, t.Approval, t.Source)
+			rows = append(rows, []string{t.Name, string(t.Risk), fmt.Sprint(t.Enabled), string(t.Approval), fmt.Sprint(t.Source)})
 		}
-		tw.Flush()
+		table.Write(stdout, []string{"name", "risk", "enabled", "approval", "source"}, rows)
 		if v.Met != nil {
 			fmt.Fprintf(stdout, "met: %v\n", *v.Met)
 		}
@@ -604,8 +604,7 @@ func printPending(w io.Writer, res json.RawMessage) error {
 	if err := json.Unmarshal(res, &vs); err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "REQUEST\tTOOL\tRISK\tCALLER\tREMAINING\tOPTIONS")
+	var rows [][]string
 	for _, v := range vs {
 		var opts []string
 		for _, o := range v.Options {
@@ -615,9 +614,10 @@ func printPending(w io.Writer, res json.RawMessage) error {
 		if v.CallerPackage != "" {
 			caller += " " + v.CallerPackage
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%dms\t%s\n", v.RequestID, v.ToolDisplayName, v.Risk, caller, v.RemainingMs, strings.Join(opts, ","))
+		rows = append(rows, []string{v.RequestID, v.ToolDisplayName, string(v.Risk), caller,
+			fmt.Sprintf("%dms", v.RemainingMs), strings.Join(opts, ",")})
 	}
-	return tw.Flush()
+	return table.Write(w, []string{"request", "tool", "risk", "caller", "remaining", "options"}, rows)
 }
 
 func printPlugins(w io.Writer, res json.RawMessage) error {
@@ -625,8 +625,7 @@ func printPlugins(w io.Writer, res json.RawMessage) error {
 	if err := json.Unmarshal(res, &vs); err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tENABLED\tSERVERS\tSKILLS")
+	var rows [][]string
 	for _, v := range vs {
 		status := v.Status
 		if v.Reason != "" {
@@ -636,7 +635,7 @@ func printPlugins(w io.Writer, res json.RawMessage) error {
 		for _, s := range v.Servers {
 			servers = append(servers, fmt.Sprintf("%s:%s/%d", s.Name, s.State, s.ToolCount))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%d\n", v.ID, v.Name, status, v.Enabled, strings.Join(servers, " "), v.SkillCount)
+		rows = append(rows, []string{v.ID, v.Name, status, fmt.Sprint(v.Enabled), strings.Join(servers, " "), fmt.Sprint(v.SkillCount)})
 	}
-	return tw.Flush()
+	return table.Write(w, []string{"id", "name", "status", "enabled", "servers", "skills"}, rows)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/catalog"
 	"github.com/agentoslab/agentlab/runtime/consent"
 	"github.com/agentoslab/agentlab/runtime/ext/exttest"
+	"github.com/stretchr/testify/assert"
 )
 
 // TestConsentSurfaceCheck is consent_surface_check (spec §10.7): its 16
@@ -99,9 +100,7 @@ func TestConsentSurfaceCheck(t *testing.T) {
 
 	tm := inject("--risk", "WRITE", "--tool", "note_create", "--timeout-ms", "4000")
 	start := time.Now()
-	for decision(tm) == "pending" && time.Since(start) < 20*time.Second {
-		time.Sleep(100 * time.Millisecond)
-	}
+	assert.Eventually(t, func() bool { return decision(tm) != "pending" }, 20*time.Second, 100*time.Millisecond)
 	checks["timeoutDenies"] = decision(tm) == "deny:timeout" && time.Since(start) >= 3900*time.Millisecond
 	_, still := byID(tm)
 	checks["timedOutCardRemoved"] = !still && !respond(tm, "ALLOW_ONCE")

@@ -12,6 +12,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/ext/broker"
 	"github.com/agentoslab/agentlab/runtime/ext/exttest"
+	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkToolCallOverhead is the runtime's cost of one plugin tool call
@@ -29,16 +30,8 @@ func BenchmarkToolCallOverhead(b *testing.B) {
 	h.MustCall(b, "catalog", map[string]any{"wait": echo, "timeoutMs": 30000}, &v)
 	h.MustCall(b, "plugins.approval", map[string]string{"plugin": "demo", "server": "demo", "tool": "echo", "mode": "always"}, nil)
 	br := h.Broker
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if e, ok := br.Catalog().ByName(echo); ok && e.Approval == catalog.ApprovalAlways {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("approval not pushed")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	require.Eventually(b, func() bool { e, ok := br.Catalog().ByName(echo); return ok && e.Approval == catalog.ApprovalAlways },
+		20*time.Second, 10*time.Millisecond, "approval not pushed")
 	ctx := context.Background()
 	req := engine.ToolCallRequest{Session: session("ses_bench"), ToolCallID: "call_1", Name: echo, Arguments: json.RawMessage(`{"text":"x"}`)}
 	ev := &nopEvents{}

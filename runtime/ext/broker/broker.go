@@ -37,6 +37,21 @@ const (
 	pidWait = 2 * time.Second
 )
 
+// ACITools is the seam to the capabilities of installed apps' ACI
+// services (package runtime/aci/controller): catalog entries of kind aci
+// and their calls. The broker runs its flow for them as for plugin tools
+// (scope, mode, risk, consent, dispatch).
+type ACITools interface {
+	// Entries are the capabilities (unnamed; the broker names them).
+	Entries() []catalog.Entry
+	// Version changes whenever Entries does.
+	Version() uint64
+	// CallACI runs one call the flow allowed: confirmed says the owner
+	// answered a consent card for this very call; progress receives a
+	// callAsync's progress in order.
+	CallACI(ctx context.Context, id catalog.ACIToolID, args json.RawMessage, caller engine.Caller, confirmed bool, progress func(percent int, message string)) engine.ToolResult
+}
+
 // SessionTools is the seam to caller-supplied MCP servers (package
 // sessionmcp): their tools per session and their calls.
 type SessionTools interface {
@@ -71,6 +86,8 @@ type Options struct {
 	Consent *consent.Coordinator
 	// Sessions are the caller-supplied MCP servers; nil means none.
 	Sessions SessionTools
+	// ACI are the apps' ACI capabilities; nil means none.
+	ACI ACITools
 	// CallTimeout is toolTimeoutMillis (120 s).
 	CallTimeout time.Duration
 	// AlwaysTimeout bounds the "always allow" write-back (5 s).
@@ -114,6 +131,8 @@ type Broker struct {
 	version      uint64           // guarded by mu
 	changed      chan struct{}    // closed and replaced on every catalog or link change; guarded by mu
 	pidCh        chan struct{}    // closed and replaced when extPID changes; guarded by mu
+	aciCat       *catalog.Catalog // ACI capabilities named, for aciVersion; guarded by mu
+	aciVersion   uint64           // guarded by mu
 	closed       bool             // guarded by mu
 }
 

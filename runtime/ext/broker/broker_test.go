@@ -24,6 +24,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/transport"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The test binary is also the provider app of the bundle: the launcher
@@ -158,27 +159,20 @@ func call(t *testing.T, b *broker.Broker, ctx context.Context, s engine.SessionV
 // It runs in its own goroutine, so it reports with Error, not Fatal.
 func answer(t *testing.T, b *broker.Broker, choice consent.Choice, wantOptions ...consent.Choice) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		p := b.Consent().Pending()
-		if len(p) > 0 {
-			var got []consent.Choice
-			for _, o := range p[0].Options {
-				got = append(got, o.Choice)
-			}
-			if len(wantOptions) > 0 && !slices.Equal(got, wantOptions) {
-				t.Errorf("options %v, want %v", got, wantOptions)
-			}
-			if !b.Consent().Respond(p[0].RequestID, choice) {
-				t.Error("Respond refused")
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Error("no consent card")
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+	var p []consent.View
+	carded := func() bool { p = b.Consent().Pending(); return len(p) > 0 }
+	if !assert.Eventually(t, carded, 20*time.Second, 5*time.Millisecond, "no consent card") {
+		return
+	}
+	var got []consent.Choice
+	for _, o := range p[0].Options {
+		got = append(got, o.Choice)
+	}
+	if len(wantOptions) > 0 && !slices.Equal(got, wantOptions) {
+		t.Errorf("options %v, want %v", got, wantOptions)
+	}
+	if !b.Consent().Respond(p[0].RequestID, choice) {
+		t.Error("Respond refused")
 	}
 }
 
@@ -305,9 +299,7 @@ func TestBrokerFlow(t *testing.T) {
 	// A task cancelled while its card waits: withdrawn, reason client.
 	cctx, cancel := context.WithCancel(ctx)
 	go func() {
-		for len(b.Consent().Pending()) == 0 {
-			time.Sleep(5 * time.Millisecond)
-		}
+		assert.Eventually(t, func() bool { return len(b.Consent().Pending()) > 0 }, 20*time.Second, 5*time.Millisecond, "no card to cancel")
 		cancel()
 	}()
 	r, ev = call(t, b, cctx, session("ses_5"), slow, `{}`)
@@ -327,16 +319,8 @@ func TestBrokerFlow(t *testing.T) {
 
 func waitApproval(t *testing.T, b *broker.Broker, name string, want catalog.Approval) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if e, ok := catalogEntry(b, name); ok && e.Approval == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s approval never became %s", name, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	require.Eventually(t, func() bool { e, ok := catalogEntry(b, name); return ok && e.Approval == want },
+		20*time.Second, 10*time.Millisecond, "%s approval never became %s", name, want)
 }
 
 func catalogEntry(b *broker.Broker, name string) (catalog.Entry, bool) {
@@ -368,12 +352,8 @@ func TestExtDeath(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for b.Status().LinkConnects < st.LinkConnects+1 || !b.WaitLink(ctx) {
-		if ctx.Err() != nil {
-			t.Fatal("the host did not come back")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	require.Eventually(t, func() bool { return b.Status().LinkConnects >= st.LinkConnects+1 && b.WaitLink(ctx) },
+		30*time.Second, 10*time.Millisecond, "the host did not come back")
 	if after := b.Status(); after.Restarts < 1 || after.PID == st.PID {
 		t.Fatalf("status after restart: %+v (before %+v)", after, st)
 	}
@@ -381,19 +361,13 @@ func TestExtDeath(t *testing.T) {
 	for _, e := range before {
 		names = append(names, e.Name)
 	}
-	for {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		var now []string
 		for _, e := range b.Catalog().All() {
 			now = append(now, e.Name)
 		}
-		if slices.Equal(now, names) {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("catalog after restart %v, want %v", now, names)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		assert.Equal(c, names, now, "catalog after restart")
+	}, 30*time.Second, 10*time.Millisecond)
 	if r := b.CallDirect(context.Background(), broker.ExtCallParams{Name: echo, Arguments: json.RawMessage(`{"text":"back"}`)}); r.Text != "back" {
 		t.Fatalf("call after restart: %+v", r)
 	}
@@ -431,24 +405,13 @@ func TestAlwaysAllowNotSaved(t *testing.T) {
 		b.Call(ctx, engine.ToolCallRequest{Session: session("ses_n"), ToolCallID: "call_n", Name: echo, Arguments: json.RawMessage(`{"text":"n"}`)}, ev)
 		res <- ev
 	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for len(b.Consent().Pending()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no card")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	require.Eventually(t, func() bool { return len(b.Consent().Pending()) > 0 }, 20*time.Second, 5*time.Millisecond, "no card")
 	card := b.Consent().Pending()[0]
 	if !slices.ContainsFunc(card.Options, func(o consent.CardOption) bool { return o.Choice == consent.AlwaysAllow }) {
 		t.Fatalf("options %+v", card.Options)
 	}
 	b.KillExt()
-	for b.Status().Connected {
-		if time.Now().After(deadline) {
-			t.Fatal("link still up")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	require.Eventually(t, func() bool { return !b.Status().Connected }, 20*time.Second, time.Millisecond, "link still up")
 	b.Consent().Respond(card.RequestID, consent.AlwaysAllow)
 	ev := <-res
 	if !ev.has(`"decision":"allow"`) || !ev.has(`"notice":"\"Always allow\" could not be saved`) {
@@ -516,23 +479,19 @@ func TestSessionServerTools(t *testing.T) {
 		t.Fatalf("another session: %+v", r)
 	}
 	go func() {
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
-			if p := b.Consent().Pending(); len(p) > 0 {
-				var got []consent.Choice
-				for _, o := range p[0].Options {
-					got = append(got, o.Choice)
-				}
-				if !slices.Equal(got, []consent.Choice{consent.AllowOnce, consent.AllowForSession, consent.Deny}) ||
-					p[0].SourceLine != "来自调用方提供的服务器「docs」" {
-					t.Errorf("session tool card: %v %q", got, p[0].SourceLine)
-				}
-				b.Consent().Respond(p[0].RequestID, consent.AllowOnce)
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
+		var p []consent.View
+		if !assert.Eventually(t, func() bool { p = b.Consent().Pending(); return len(p) > 0 }, 20*time.Second, 5*time.Millisecond, "no card") {
+			return
 		}
-		t.Error("no card")
+		var got []consent.Choice
+		for _, o := range p[0].Options {
+			got = append(got, o.Choice)
+		}
+		if !slices.Equal(got, []consent.Choice{consent.AllowOnce, consent.AllowForSession, consent.Deny}) ||
+			p[0].SourceLine != "来自调用方提供的服务器「docs」" {
+			t.Errorf("session tool card: %v %q", got, p[0].SourceLine)
+		}
+		b.Consent().Respond(p[0].RequestID, consent.AllowOnce)
 	}()
 	r, ev := call(t, b, ctx, s, "ses__docs__search", `{}`)
 	if r.Text != "found by docs/search as ses__docs__search" || !slices.Equal(ev.types(), []string{"consent.requested", "consent.resolved", "tool.dispatched"}) {
@@ -541,5 +500,86 @@ func TestSessionServerTools(t *testing.T) {
 	b.ForgetSession("ses_mcp")
 	if !slices.Contains(fs.forgot, "ses_mcp") {
 		t.Fatal("session servers not forgotten")
+	}
+}
+
+// fakeACI is one app with a plain and a dangerous capability.
+type fakeACI struct {
+	mu        sync.Mutex
+	confirmed []bool
+}
+
+func (f *fakeACI) Version() uint64 { return 1 }
+
+func (f *fakeACI) Entries() []catalog.Entry {
+	entry := func(capability string, risk catalog.Risk) catalog.Entry {
+		return catalog.Entry{Kind: catalog.KindACI, ACI: catalog.ACIToolID{Package: "org.example.callee", Service: "svc", Capability: capability},
+			InputSchema: json.RawMessage(`{"type":"object"}`), Risk: risk, Enabled: true, Approval: catalog.ApprovalAsk}
+	}
+	return []catalog.Entry{entry("look", catalog.RiskWrite), entry("wipe", catalog.RiskHigh)}
+}
+
+func (f *fakeACI) CallACI(_ context.Context, id catalog.ACIToolID, _ json.RawMessage, c engine.Caller, confirmed bool, progress func(int, string)) engine.ToolResult {
+	f.mu.Lock()
+	f.confirmed = append(f.confirmed, confirmed)
+	f.mu.Unlock()
+	progress(50, "half")
+	return engine.ToolResult{Text: id.Capability + " for " + c.Package, Outcome: engine.OutcomeCompleted}
+}
+
+// ACI capabilities go through the same flow as plugin tools: scope and
+// mode by name, consent (a HIGH one asked every time, and only an answer
+// counts as the owner's confirmation), progress written as tool.progress.
+func TestACICapabilities(t *testing.T) {
+	fa := &fakeACI{}
+	_, b := setup(t, exttest.Options{ACI: fa})
+	ctx := context.Background()
+	const look, wipe = "aci__org_example_callee__svc__look", "aci__org_example_callee__svc__wipe"
+	tools, _, _ := b.ForSession(ctx, session("ses_a"))
+	var names []string
+	for _, tl := range tools {
+		names = append(names, tl.Name)
+	}
+	if !slices.Contains(names, look) || !slices.Contains(names, wipe) || !slices.Contains(names, echo) {
+		t.Fatalf("tools %v", names)
+	}
+	scoped := session("ses_a")
+	scoped.Scope = []engine.ToolScopeEntry{{Plugin: "org.example.callee", Tool: "look"}}
+	if r, _ := call(t, b, ctx, scoped, wipe, `{}`); r.Code != string(errcode.ToolNotInCatalog) {
+		t.Fatalf("out of scope: %+v", r)
+	}
+	ro := session("ses_a")
+	ro.Mode = "read_only"
+	if r, _ := call(t, b, ctx, ro, look, `{}`); r.Code != string(errcode.ToolNotInCatalog) {
+		t.Fatalf("read_only: %+v", r)
+	}
+
+	go answer(t, b, consent.AllowForSession)
+	r, ev := call(t, b, ctx, session("ses_a"), look, `{}`)
+	if r.Text != "look for "+app.Package || !slices.Equal(ev.types(), []string{"consent.requested", "consent.resolved", "tool.dispatched", "tool.progress"}) {
+		t.Fatalf("look: %+v %v", r, ev.evs)
+	}
+	if !ev.has(`"percent":50`) {
+		t.Fatalf("progress: %v", ev.evs)
+	}
+	// Remembered for the session: runs without a card, and without the
+	// owner's confirmation.
+	if r, ev := call(t, b, ctx, session("ses_a"), look, `{}`); r.IsError || !ev.has(`"reason":"remembered"`) {
+		t.Fatalf("remembered: %+v %v", r, ev.evs)
+	}
+	for i := 0; i < 2; i++ {
+		go answer(t, b, consent.AllowOnce, consent.AllowOnce, consent.Deny)
+		if r, _ := call(t, b, ctx, session("ses_a"), wipe, `{}`); r.IsError {
+			t.Fatalf("wipe %d: %+v", i, r)
+		}
+	}
+	go answer(t, b, consent.Deny)
+	if r, _ := call(t, b, ctx, session("ses_a"), wipe, `{}`); r.Code != string(errcode.ToolDenied) {
+		t.Fatalf("denied wipe: %+v", r)
+	}
+	fa.mu.Lock()
+	defer fa.mu.Unlock()
+	if !slices.Equal(fa.confirmed, []bool{true, false, true, true}) {
+		t.Fatalf("confirmed %v", fa.confirmed)
 	}
 }

@@ -83,6 +83,31 @@ func (b *Broker) sessionTools(ctx context.Context, s engine.SessionView, refresh
 	return c
 }
 
+// aciTools is the catalog of the ACI capabilities (aci__ names, which
+// never meet the other namespaces), nil when there are none.
+func (b *Broker) aciTools() *catalog.Catalog {
+	if b.o.ACI == nil {
+		return nil
+	}
+	v := b.o.ACI.Version()
+	b.mu.Lock()
+	if b.aciCat != nil && b.aciVersion == v {
+		c := b.aciCat
+		b.mu.Unlock()
+		return c
+	}
+	b.mu.Unlock()
+	c, err := catalog.New(b.o.ACI.Entries())
+	if err != nil {
+		b.o.Logger.Warn("broker: aci capabilities not named", "err", err)
+		return nil
+	}
+	b.mu.Lock()
+	b.aciCat, b.aciVersion = c, v
+	b.mu.Unlock()
+	return c
+}
+
 // ForSession implements engine.Tools: the visible tools of the session
 // (catalog ∩ scope, filtered by mode, then the session's own servers'
 // tools) and the skills section of the system prompt (absent in
@@ -91,6 +116,9 @@ func (b *Broker) ForSession(ctx context.Context, s engine.SessionView) ([]engine
 	cat, sk := b.mirror()
 	v := view(s)
 	entries := cat.Visible(v)
+	if ac := b.aciTools(); ac != nil {
+		entries = append(entries, ac.Visible(v)...)
+	}
 	if st := b.sessionTools(ctx, s, true); st != nil {
 		entries = append(entries, st.Visible(v)...)
 	}
@@ -125,6 +153,11 @@ func (b *Broker) Call(ctx context.Context, req engine.ToolCallRequest, ev engine
 	cat, _ := b.mirror()
 	e, err := cat.Lookup(req.Name, view(req.Session))
 	if err != nil {
+		if ac := b.aciTools(); ac != nil {
+			e, err = ac.Lookup(req.Name, view(req.Session))
+		}
+	}
+	if err != nil {
 		if st := b.sessionTools(ctx, req.Session, false); st != nil {
 			e, err = st.Lookup(req.Name, view(req.Session))
 		}
@@ -142,6 +175,7 @@ func (b *Broker) Call(ctx context.Context, req engine.ToolCallRequest, ev engine
 	}
 
 	var details map[string]any
+	asked := false
 	remembered := b.memory.Remembered(req.Session.SessionID, e.Name)
 	switch need := consent.Requirement(e.Risk, consent.HookNone, e.Approval, remembered); need {
 	case consent.NotNeeded:
@@ -158,7 +192,7 @@ func (b *Broker) Call(ctx context.Context, req engine.ToolCallRequest, ev engine
 		if err != nil || !ok {
 			return res, err
 		}
-		details = d
+		details, asked = d, true
 	}
 
 	if err := ev.Emit(ctx, engine.EvToolDispatched, engine.ToolRefBody{ToolCallID: req.ToolCallID}); err != nil {
@@ -174,6 +208,16 @@ func (b *Broker) Call(ctx context.Context, req engine.ToolCallRequest, ev engine
 		} else {
 			r = b.o.Sessions.Call(ctx, req.Session.SessionID, e.Session, e.Name, req.Arguments, b.o.CallTimeout)
 		}
+	case catalog.KindACI:
+		if b.o.ACI == nil {
+			r = toolError(errcode.ToolUnavailable, "App capabilities are not available.", engine.OutcomeNotDispatched)
+			break
+		}
+		progress := func(percent int, message string) {
+			// Progress is shown, never decisive: a failed write is dropped.
+			ev.Emit(ctx, engine.EvToolProgress, engine.ToolProgressBody{ToolCallID: req.ToolCallID, Percent: percent, Message: message})
+		}
+		r = b.o.ACI.CallACI(ctx, e.ACI, req.Arguments, req.Session.Caller, asked, progress)
 	}
 	if len(details) > 0 {
 		if r.Details == nil {
@@ -215,8 +259,11 @@ func (b *Broker) ask(ctx context.Context, req engine.ToolCallRequest, e catalog.
 		Caller:   consent.Initiator{Kind: string(c.Kind), UID: c.UID, Package: c.Package, Label: c.Label},
 		ToolName: e.Name, ToolTitle: e.Title, Source: src, Arguments: req.Arguments, Risk: e.Risk, Options: options,
 	}
-	if e.Kind == catalog.KindSession {
+	switch e.Kind {
+	case catalog.KindSession:
 		cr.SessionServer = e.Session.Server
+	case catalog.KindACI:
+		cr.ACIApp = e.ACI.Package
 	}
 	out := b.consent.Ask(ctx, cr)
 	resolved := ConsentResolvedBody{RequestID: reqID, ToolCallID: req.ToolCallID, ToolName: e.Name, Decision: "deny", Reason: out.EventReason()}

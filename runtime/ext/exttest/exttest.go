@@ -61,6 +61,8 @@ type Options struct {
 	CallTimeout time.Duration
 	// Sessions are caller-supplied MCP servers for the broker.
 	Sessions broker.SessionTools
+	// ACI are ACI capabilities for the broker.
+	ACI broker.ACITools
 	// Log receives the extension host's and the launcher's logs; nil
 	// discards them.
 	Log io.Writer
@@ -136,6 +138,7 @@ func New(t testing.TB, o Options) *Harness {
 		RestartBackoff: 200 * time.Millisecond,
 		CallTimeout:    o.CallTimeout,
 		Sessions:       o.Sessions,
+		ACI:            o.ACI,
 		Logger:         logger,
 	}
 	bo.ExtCommand = func() (*exec.Cmd, error) {

@@ -22,6 +22,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/ext/internal/wire"
 	"github.com/agentoslab/agentlab/runtime/ext/manifest"
 	"github.com/agentoslab/agentlab/runtime/ext/skills"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 	"github.com/agentoslab/agentlab/runtime/sdk/plugin"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
@@ -250,7 +251,9 @@ func (h *Host) reconcileLocked(found []*scanned) {
 			h.o.Logger.Warn("ext host: plugin must be confirmed again (memory lost)", "plugin", s.ID)
 		case m == nil:
 			m = &memoryEntry{Package: s.Package.Name, Name: s.Name, Trusted: digest, VersionCode: s.Package.VersionCode}
-			disableIfUnset = append(disableIfUnset, s.Name)
+			if !(faultinject.Enabled && faultinject.Active(faultinject.PluginsEnabledByDefault)) { // the fault leaves it on
+				disableIfUnset = append(disableIfUnset, s.Name)
+			}
 			h.o.Logger.Info("ext host: plugin discovered", "plugin", s.ID)
 		default:
 			if m.Name != s.Name {

@@ -20,6 +20,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/ext/internal/wire"
 	"github.com/agentoslab/agentlab/runtime/sdk/plugin"
 	"github.com/agentoslab/agentlab/runtime/transport"
+	"github.com/stretchr/testify/require"
 )
 
 const (
@@ -274,13 +275,8 @@ func (e *env) names2() []string {
 
 func (e *env) waitTools(n int) {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(e.h.Catalog().Tools) != n {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("catalog has %d tools, want %d", len(e.h.Catalog().Tools), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	require.Eventually(e.t, func() bool { return len(e.h.Catalog().Tools) == n }, 10*time.Second, 5*time.Millisecond,
+		"catalog never had %d tools", n)
 }
 
 func reasonOf(err error) string {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
 
 	"github.com/agentoslab/agentlab/runtime/catalog"
 	"github.com/agentoslab/agentlab/runtime/clock/clocktest"
@@ -133,13 +134,8 @@ func TestConnectListCall(t *testing.T) {
 	if r.Code != string(errcode.ToolTimeout) || r.Outcome != engine.OutcomeUnknown {
 		t.Fatalf("slow: %+v", r)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for ms.cancelled.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if ms.cancelled.Load() != 1 {
-		t.Error("the server never saw the timed-out call cancelled")
-	}
+	assert.Eventually(t, func() bool { return ms.cancelled.Load() == 1 }, 10*time.Second, 10*time.Millisecond,
+		"the server never saw the timed-out call cancelled")
 	if r := m.Call(ctx, "ses_2", catalog.SessionToolID{Server: "docs", Tool: "search"}, "ses__docs__search", nil, time.Minute); r.Code != string(errcode.ToolUnavailable) {
 		t.Fatalf("other session: %+v", r)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentoslab/agentlab/runtime/catalog"
 	"github.com/agentoslab/agentlab/runtime/errcode"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 )
 
 // read_skill limits (spec §4.10, §4.6).
@@ -91,6 +92,9 @@ func CheckPath(p string) error {
 	}
 	segs := strings.Split(p, "/")
 	for _, s := range segs {
+		if s == ".." && faultinject.Enabled && faultinject.Active(faultinject.ReadSkillDotDot) {
+			continue // injected fault
+		}
 		if s == "" || s == "." || s == ".." {
 			return &PathError{RuleSegment}
 		}

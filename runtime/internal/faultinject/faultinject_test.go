@@ -1,15 +1,20 @@
 package faultinject
 
 import (
+	"go/ast"
 	"go/build"
 	"go/parser"
 	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentoslab/agentlab/runtime/faults"
 )
 
 const tag = "agentos_faultinject"
@@ -68,7 +73,8 @@ func runtimeRoot(t *testing.T) string {
 func TestFaultCodeOnlyBehindTheConstant(t *testing.T) {
 	root := runtimeRoot(t)
 	self, _ := filepath.Abs(".")
-	calls := 0
+	sites := map[string]int{}
+	callRE := regexp.MustCompile(`faultinject\.Active\(faultinject\.(\w+)\)`)
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -100,9 +106,11 @@ func TestFaultCodeOnlyBehindTheConstant(t *testing.T) {
 			if !strings.Contains(line, "faultinject.Active(") {
 				continue
 			}
-			calls++
 			if !strings.Contains(line, "faultinject.Enabled && faultinject.Active(") {
 				t.Errorf("%s:%d: faultinject.Active not guarded by faultinject.Enabled &&", path, i+1)
+			}
+			for _, m := range callRE.FindAllStringSubmatch(line, -1) {
+				sites[m[1]]++
 			}
 		}
 		return nil
@@ -110,7 +118,85 @@ func TestFaultCodeOnlyBehindTheConstant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if calls != len(Faults) {
-		t.Errorf("%d guarded call sites in the runtime, want one per fault (%d)", calls, len(Faults))
+	// Every fault breaks something, and every call site names a listed
+	// fault (by its constant, so a typo does not compile).
+	names := map[string]string{}
+	for _, c := range faultConsts(t) {
+		names[c.ident] = c.value
+	}
+	for ident := range sites {
+		if _, ok := names[ident]; !ok {
+			t.Errorf("a call site names faultinject.%s, which is no fault constant", ident)
+		}
+	}
+	for ident, value := range names {
+		if sites[ident] == 0 {
+			t.Errorf("fault %s (faultinject.%s) has no call site in the runtime", value, ident)
+		}
+	}
+}
+
+type faultConst struct{ ident, value string }
+
+// faultConsts are the constants of doc.go's fault block, which Faults
+// must list in full, each once.
+func faultConsts(t *testing.T) []faultConst {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "doc.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []faultConst
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, sp := range g.Specs {
+			vs := sp.(*ast.ValueSpec)
+			lit, ok := vs.Values[0].(*ast.BasicLit)
+			if !ok || vs.Names[0].Name == "Env" || vs.Names[0].Name == "FileName" {
+				continue
+			}
+			v, _ := strconv.Unquote(lit.Value)
+			out = append(out, faultConst{vs.Names[0].Name, v})
+		}
+	}
+	var values []string
+	for _, c := range out {
+		values = append(values, c.value)
+	}
+	if !slices.Equal(values, Faults) {
+		t.Errorf("Faults %v, want every fault constant once, in order: %v", Faults, values)
+	}
+	return out
+}
+
+// At least 20 faults, each named in the package documentation.
+func TestFaultsDocumented(t *testing.T) {
+	src, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(Faults) < 20 {
+		t.Errorf("%d faults, want at least 20", len(Faults))
+	}
+	for _, f := range Faults {
+		if !regexp.MustCompile(`(?m)^//\t` + f + ` +\S`).Match(src) {
+			t.Errorf("fault %s is not described in the package documentation", f)
+		}
+	}
+}
+
+// The public catalog (runtime/faults, what the lab reads) lists exactly
+// these faults, in this order, each with a promise and a guard.
+func TestCatalogMatches(t *testing.T) {
+	if got := faults.Names(); !slices.Equal(got, Faults) {
+		t.Errorf("runtime/faults lists %v, want %v", got, Faults)
+	}
+	for _, f := range faults.All {
+		if f.Promise == "" || len(f.Guards) == 0 {
+			t.Errorf("fault %s has no promise or no guarding scenario", f.Name)
+		}
 	}
 }

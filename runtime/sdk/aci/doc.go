@@ -12,8 +12,8 @@
 // uid), fetches the capabilities, offers each to the model as a typed
 // tool and calls it synchronously (15 s unless the capability declares
 // its own budget) or asynchronously with progress (0–100), each call
-// under the runtime's consent, quotas and audit. (The runtime's
-// controller side is not wired yet; runtime/aci/wire has its client.)
+// under the runtime's consent, quotas and audit (the controller is
+// runtime/aci/controller).
 //
 // Expose a capability in a few lines:
 //

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/runtime/transport"
+	"github.com/stretchr/testify/require"
 )
 
 var objSchema = json.RawMessage(`{"type":"object"}`)
@@ -188,7 +189,7 @@ func TestServerClientRoundTrip(t *testing.T) {
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call: %v", err)
 	}
-	waitFor(t, func() bool { return cancelled.Load() == 1 })
+	require.Eventually(t, func() bool { return cancelled.Load() == 1 }, 10*time.Second, 5*time.Millisecond)
 
 	// Adding and removing tools notifies the client.
 	s.MustAddTool(Tool{Name: "extra", InputSchema: objSchema, Handler: func(context.Context, json.RawMessage) (*Result, error) { return Text("extra"), nil }})
@@ -203,17 +204,6 @@ func TestServerClientRoundTrip(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 func TestDialWrongPeer(t *testing.T) {
 	t.Parallel()

@@ -12,6 +12,8 @@ import (
 
 	"github.com/agentoslab/agentlab/runtime/sdk/plugin"
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 type fakeApp struct{}
@@ -76,12 +78,10 @@ func TestServe(t *testing.T) {
 	var c *plugin.Client
 	var err error
 	// The listener appears when the goroutine gets to it.
-	for c, err = plugin.Dial(ctx, socket, os.Getuid(), nil); err != nil; c, err = plugin.Dial(ctx, socket, os.Getuid(), nil) {
-		if ctx.Err() != nil {
-			t.Fatalf("dial: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		c, err = plugin.Dial(ctx, socket, os.Getuid(), nil)
+		require.NoError(ct, err, "dial")
+	}, 10*time.Second, 10*time.Millisecond)
 	defer c.Close()
 	if name, _ := c.ServerInfo(); name != "things" {
 		t.Errorf("server name %q", name)

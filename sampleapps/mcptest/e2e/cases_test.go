@@ -23,6 +23,8 @@ import (
 	"github.com/agentoslab/agentlab/runtime/ext/broker"
 	"github.com/agentoslab/agentlab/runtime/ext/host"
 	"github.com/agentoslab/agentlab/sampleapps/mcptest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 const (
@@ -108,17 +110,7 @@ func (s *stack) entry(name string) (catalog.Entry, bool) {
 
 // waitEntry polls the catalog until pred holds for name (or 20 s).
 func (s *stack) waitEntry(name string, pred func(e catalog.Entry, ok bool) bool) bool {
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		e, ok := s.entry(name)
-		if pred(e, ok) {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return assert.Eventually(s.t, func() bool { return pred(s.entry(name)) }, 20*time.Second, 50*time.Millisecond, "catalog entry %s", name)
 }
 
 // waitCatalog is `catalog --wait NAME [--absent]`.
@@ -186,17 +178,6 @@ func reason(err error) string {
 		}
 	}
 	return ""
-}
-
-func waitUntil(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return true
 }
 
 // keysOf returns the keys of the first object of a JSON array, in order.
@@ -328,10 +309,10 @@ func caseNoPermission(t *testing.T, s *stack) {
 	s.extCall(echo, `{"text":"bind"}`)
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
 	out = asUID(t, strangerUID, "intrude", s.names.App(mcptest.Package, mcptest.Server), init)
-	logged := waitUntil(10*time.Second, func() bool {
+	logged := assert.Eventually(t, func() bool {
 		b, _ := os.ReadFile(filepath.Join(pkg.DataDir, launcher.LogName(mcptest.Server)))
 		return bytes.Contains(b, []byte("peer is not the runtime"))
-	})
+	}, 10*time.Second, 50*time.Millisecond)
 	c.add("deniedForBindMcpService", out == "closed" && logged, out, " logged=", logged)
 	s.mustCall("plugins.disable", map[string]string{"id": pluginID}, nil)
 }
@@ -429,14 +410,16 @@ func caseUIDCheck(t *testing.T, s *stack) {
 
 	// A squatter on the name, under another uid, is refused.
 	s.mustCall("app.stop", map[string]string{"package": mcptest.Package}, nil)
-	waitUntil(10*time.Second, func() bool { return !s.running() && !s.server().Connected })
+	require.Eventually(t, func() bool { return !s.running() && !s.server().Connected }, 10*time.Second, 50*time.Millisecond)
 	sq := apptest.Command(strangerUID, selfBin, []string{"squat", s.names.App(mcptest.Package, mcptest.Server)})
 	var out bytes.Buffer
 	sq.Stdout = &out
 	if err := sq.Start(); err != nil {
 		t.Fatal(err)
 	}
-	listening := waitUntil(10*time.Second, func() bool { return strings.Contains(out.String(), "listening") })
+	listening := assert.Eventually(t, func() bool {
+		return strings.Contains(out.String(), "listening")
+	}, 10*time.Second, 50*time.Millisecond)
 	r = s.extCall(echo, `{"text":"to a squatter"}`)
 	sq.Process.Signal(syscall.SIGTERM)
 	sq.Wait()
@@ -453,7 +436,9 @@ func caseTimeout(t *testing.T, s *stack) {
 	c.add("outcomeUnknown", r.Outcome == "unknown", r)
 	c.add("toolTimeout", r.Code == string(errcode.ToolTimeout) && strings.Contains(r.Text, "did not respond in 1500 ms"), r.Text)
 	c.add("elapsed", r.ElapsedMs >= 1400 && r.ElapsedMs <= 4000, r.ElapsedMs)
-	c.add("exactlyOnce", waitUntil(10*time.Second, func() bool { return s.stats().Calls == before.Calls+1 }))
+	c.add("exactlyOnce", assert.Eventually(t, func() bool {
+		return s.stats().Calls == before.Calls+1
+	}, 10*time.Second, 50*time.Millisecond))
 }
 
 func caseCancel(t *testing.T, s *stack) {
@@ -464,7 +449,10 @@ func caseCancel(t *testing.T, s *stack) {
 	c.add("detailsCancelled", r.Details["cancelled"] == true, r.Details)
 	c.add("elapsed", r.ElapsedMs >= 900 && r.ElapsedMs <= 4000, r.ElapsedMs)
 	var after mcptest.Stats
-	saw := waitUntil(10*time.Second, func() bool { after = s.stats(); return after.Cancelled == before.Cancelled+1 })
+	saw := assert.Eventually(t, func() bool {
+		after = s.stats()
+		return after.Cancelled == before.Cancelled+1
+	}, 10*time.Second, 50*time.Millisecond)
 	c.add("pluginSawCancel", saw && after.PID == before.PID, before, after)
 	c.add("exactlyOnce", after.Calls == before.Calls+1, before, after)
 }
@@ -489,7 +477,7 @@ func (s *stack) slowInFlight() (<-chan broker.ExtCallResult, int) {
 		s.call("ext.call", broker.ExtCallParams{Name: slow, Arguments: json.RawMessage(`{"ms":60000}`)}, &r)
 		res <- r
 	}()
-	waitUntil(10*time.Second, func() bool { return s.stats().InFlight == 1 })
+	require.Eventually(s.t, func() bool { return s.stats().InFlight == 1 }, 10*time.Second, 50*time.Millisecond)
 	return res, pid
 }
 
@@ -571,12 +559,12 @@ func caseIdle(t *testing.T, s *stack) {
 	sv := s.server()
 	c.add("boundWhileBusy", sv.Connected && s.running(), sv)
 	<-res
-	idle := waitUntil(15*time.Second, func() bool {
+	idle := assert.Eventually(t, func() bool {
 		sv = s.server()
 		return sv.State == "idle" && !sv.Connected && sv.Conn != nil && sv.Conn.IdleReleases > 0
-	})
+	}, 15*time.Second, 50*time.Millisecond)
 	c.add("idleState", idle, sv)
-	c.add("serviceReleased", waitUntil(15*time.Second, func() bool { return !s.running() }))
+	c.add("serviceReleased", assert.Eventually(t, func() bool { return !s.running() }, 15*time.Second, 50*time.Millisecond))
 	c.add("reconnects", s.extCall(echo, `{"text":"again"}`).Outcome == "completed" && s.running())
 }
 
@@ -588,7 +576,7 @@ func caseBackground(t *testing.T, s *stack) {
 	c := newChecks(t)
 	pid := s.stats().PID
 	s.mustCall("app.stop", map[string]string{"package": mcptest.Package}, nil)
-	c.add("appNotRunning", waitUntil(15*time.Second, func() bool { return !s.running() }))
+	c.add("appNotRunning", assert.Eventually(t, func() bool { return !s.running() }, 15*time.Second, 50*time.Millisecond))
 	r := s.extCall(echo, `{"text":"from the background"}`)
 	c.add("freshBindCallWorks", r.Outcome == "completed" && r.ProviderPID != pid && s.running(), r)
 	t.Log("not applicable: AgentService foreground state and the cached-apps freezer (Android only)")
@@ -609,13 +597,15 @@ func caseExtDeath(t *testing.T, s *stack) {
 	}
 	s.mustCall("ext.kill", nil, &k)
 	var st broker.Status
-	back := waitUntil(30*time.Second, func() bool {
+	back := assert.Eventually(t, func() bool {
 		st = s.extStatus()
 		return st.Connected && st.Restarts > st0.Restarts && st.PID != st0.PID
-	})
+	}, 30*time.Second, 50*time.Millisecond)
 	c.add("killedAndRestarted", k.Killed && back, st0, st)
 	c.add("agentSawDisconnectReconnect", st.LinkDrops > st0.LinkDrops && st.LinkConnects > st0.LinkConnects, st0, st)
-	c.add("catalogBackSameNames", waitUntil(20*time.Second, func() bool { return slices.Equal(pluginNames(s), names) }), pluginNames(s))
+	c.add("catalogBackSameNames", assert.Eventually(t, func() bool {
+		return slices.Equal(pluginNames(s), names)
+	}, 20*time.Second, 50*time.Millisecond), pluginNames(s))
 	c.add("callWorks", s.extCall(echo, `{"text":"after"}`).Outcome == "completed")
 }
 
@@ -623,9 +613,10 @@ func (s *stack) restartExt() {
 	s.t.Helper()
 	st0 := s.extStatus()
 	s.mustCall("ext.restart", nil, nil)
-	if !waitUntil(30*time.Second, func() bool { st := s.extStatus(); return st.Connected && st.LinkConnects > st0.LinkConnects }) {
-		s.t.Fatal("the extension host did not come back")
-	}
+	require.Eventually(s.t, func() bool {
+		st := s.extStatus()
+		return st.Connected && st.LinkConnects > st0.LinkConnects
+	}, 30*time.Second, 50*time.Millisecond, "the extension host did not come back")
 }
 
 func caseKnownTools(t *testing.T, s *stack) {
@@ -783,10 +774,10 @@ func casePolicyCorrupt(t *testing.T, s *stack) {
 	s.mustCall("plugins.diag", nil, &diag)
 	c.add("catalogFailClosed", diag.Ext.ToolCount == 0, diag.Ext.ToolCount)
 	cat := s.catalog()
-	c.add("mirrorFailClosed", waitUntil(10*time.Second, func() bool {
+	c.add("mirrorFailClosed", assert.Eventually(t, func() bool {
 		cat = s.catalog()
 		return len(cat.Tools) == 0 && cat.Health.Policy == host.PolicyCorrupt
-	}), cat)
+	}, 10*time.Second, 50*time.Millisecond), cat)
 	p, _ := s.plugin()
 	c.add("pluginShownOff", !p.Enabled)
 	err := s.call("plugins.enable", map[string]string{"id": pluginID}, nil)

@@ -9,6 +9,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/apps/launcher"
 	"github.com/agentoslab/agentlab/runtime/consent"
 	"github.com/agentoslab/agentlab/sampleapps/mcptest"
+	"github.com/stretchr/testify/require"
 )
 
 // TestOnlyTheOwnerAnswersConsent: an app whose tool call waits for the
@@ -34,9 +35,10 @@ func TestOnlyTheOwnerAnswersConsent(t *testing.T) {
 		done <- s.prompt("steps:\n  - toolCalls:\n      - mcp: [mcptest, test, echo]\n        arguments: {text: approve me}\nfinal: done\n")
 	}()
 	var cards []consent.View
-	if !waitUntil(30*time.Second, func() bool { s.mustCall("consent.pending", nil, &cards); return len(cards) == 1 }) {
-		t.Fatal("no consent card")
-	}
+	require.Eventually(t, func() bool {
+		s.mustCall("consent.pending", nil, &cards)
+		return len(cards) == 1
+	}, 30*time.Second, 50*time.Millisecond, "no consent card")
 	id := cards[0].RequestID
 	app := s.appInfo().UID
 	respond := fmt.Sprintf(`{"id":1,"method":"consent.respond","params":{"id":%q,"choice":"ALLOW_ONCE"}}`, id)

@@ -28,6 +28,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/sdk/acpclient"
 	"github.com/agentoslab/agentlab/runtime/transport"
 	"github.com/agentoslab/agentlab/sampleapps/mcptest"
+	"github.com/stretchr/testify/assert"
 )
 
 var (
@@ -138,18 +139,13 @@ func newStack(t testing.TB) *stack {
 	}
 	go func() { s.sup.Wait(); close(s.supDone) }()
 	t.Cleanup(s.stop)
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	if !assert.Eventually(t, func() bool {
 		var st struct {
 			Connected bool `json:"connected"`
 		}
-		if err := s.call("ext.status", nil, &st); err == nil && st.Connected {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the runtime and its extension host did not come up; log:\n%s%s", s.log.String(), s.runtimeLog())
-		}
-		time.Sleep(100 * time.Millisecond)
+		return s.call("ext.status", nil, &st) == nil && st.Connected
+	}, 90*time.Second, 100*time.Millisecond) {
+		t.Fatalf("the runtime and its extension host did not come up; log:\n%s%s", s.log.String(), s.runtimeLog())
 	}
 	s.mustCall("model.set", map[string]string{"provider": "scripted"}, nil)
 	return s

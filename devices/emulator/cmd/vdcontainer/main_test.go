@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
+	"github.com/stretchr/testify/require"
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/agentoslab/agentlab/devices/adb"
 	"github.com/agentoslab/agentlab/devices/adbserver"
 	"github.com/agentoslab/agentlab/devices/emulator"
+	"github.com/agentoslab/agentlab/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -115,12 +117,7 @@ func freePort(t *testing.T) int {
 // FROM scratch, host networking so adb traffic stays on loopback,
 // adopted by a private adb server; then reaps it by its run label.
 func TestVirtualDeviceContainer(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the virtual device needs root; run the tests as root")
-	}
-	if _, err := exec.LookPath("adb"); err != nil {
-		t.Skip("adb not on PATH: install the Debian package adb")
-	}
+	testenv.NeedVirtualDevices(t)
 	needDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -186,16 +183,7 @@ func TestVirtualDeviceContainer(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("Reap = %d, %v", n, err)
 	}
-	waitGone := time.Now().Add(30 * time.Second)
-	for {
-		_, err := c.Device.Shell(ctx, "true")
-		if errors.Is(err, devices.ErrDeviceGone) {
-			break
-		}
-		if time.Now().After(waitGone) {
-			t.Fatalf("device still answers after its container was reaped: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	require.Eventually(t, func() bool { _, err := c.Device.Shell(ctx, "true"); return errors.Is(err, devices.ErrDeviceGone) },
+		30*time.Second, 200*time.Millisecond, "device still answers after its container was reaped")
 	srv.Disconnect(ctx, c.Serial)
 }

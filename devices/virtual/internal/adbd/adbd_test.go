@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentoslab/agentlab/devices/internal/adbwire"
 	"github.com/agentoslab/agentlab/devices/virtual/internal/proc"
+	"github.com/agentoslab/agentlab/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
@@ -143,20 +144,13 @@ func format(m *adbwire.Message) string {
 	return fmt.Sprintf("%s %#x %#x %s", m.Command, m.Arg0, m.Arg1, strconv.Quote(string(m.Data)))
 }
 
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: shells run as the shell uid 2000")
-	}
-}
-
 // TestTranscriptShell pins the host<->device packets of a connection: the
 // device answers the host's CNXN exactly once (never first, never twice),
 // binds OPENs with OKAY, sends one WRTE at a time and waits for OKAY,
 // frames shell v2 output and exit status, ends streams with CLSE, and
 // rejects unknown services with CLSE(0, id).
 func TestTranscriptShell(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t)
 	t.Parallel()
 	h := &host{t: t, nc: newTestServer(t, 2000)}
 	h.send(adbwire.CmdAUTH, 1, 0, "ignored before CNXN")
@@ -219,7 +213,7 @@ func goldenFile(t *testing.T, name, header, got string) {
 }
 
 func TestShellStdinAndExit(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t)
 	t.Parallel()
 	h := &host{t: t, nc: newTestServer(t, 2000)}
 	h.send(adbwire.CmdCNXN, adbwire.Version, adbwire.MaxPayload, "host::")
@@ -264,7 +258,7 @@ func TestShellStdinAndExit(t *testing.T) {
 // must never let the host get ahead of its queue (the stream would be
 // closed as a flow-control violation).
 func TestSyncPushFlowControl(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t)
 	t.Parallel()
 	h := &host{t: t, nc: newTestServer(t, 0)}
 	h.sendQuiet(adbwire.CmdCNXN, adbwire.Version, adbwire.MaxPayload, "host::")
@@ -376,7 +370,7 @@ func TestEarlyAckInterleaving(t *testing.T) {
 // its header is in, while its payload is still on the way; the payload
 // then reaches the service whole.
 func TestWRTEAcknowledgedBeforePayload(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t)
 	t.Parallel()
 	h := &host{t: t, nc: newTestServer(t, 0)}
 	h.sendQuiet(adbwire.CmdCNXN, adbwire.Version, adbwire.MaxPayload, "host::")
@@ -408,7 +402,7 @@ func TestWRTEAcknowledgedBeforePayload(t *testing.T) {
 // mtime (the body straddles WRTEs mid-header), STAT v1 of it and of a
 // missing path, RECV, a RECV failure, and QUIT ending the stream.
 func TestTranscriptSync(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t)
 	// Relative paths keep the transcript free of the temp dir's name (and
 	// of its length, which is on the wire); so no t.Parallel.
 	t.Chdir(t.TempDir())

@@ -4,11 +4,11 @@ package adbd
 
 import (
 	"net"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/agentoslab/agentlab/devices/internal/adbwire"
+	"github.com/agentoslab/agentlab/internal/testenv"
 )
 
 // BenchmarkSyncPush measures the daemon's side of a push alone: a host
@@ -18,9 +18,7 @@ import (
 // kept cheap (the body is built once and sent without a copy), so the
 // time is mostly the daemon's.
 func BenchmarkSyncPush(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root")
-	}
+	testenv.NeedRoot(b)
 	nc := newTestServer(b, 0)
 	h := &host{t: b, nc: nc}
 	h.send(adbwire.CmdCNXN, adbwire.Version, adbwire.MaxPayload, "host::")

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/devices/virtual/internal/proc"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func makeZip(t *testing.T, files map[string]string) string {
@@ -91,17 +93,10 @@ func TestInstallActivateScripts(t *testing.T) {
 	m.PostFsData(context.Background(), 10*time.Second)
 	m.StartStage("service")
 	want := "pfd " + filepath.Join(m.Base, "modules", "demo") + "\nservice " + filepath.Join(m.Base, "modules", "demo") + "\n"
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		b, _ := os.ReadFile(marker)
-		if string(b) == want {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("marker %q, want %q", b, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		assert.Equal(c, want, string(b), "marker")
+	}, 10*time.Second, 10*time.Millisecond)
 
 	if err := m.SetFlag("demo", "disable", true); err != nil {
 		t.Fatal(err)

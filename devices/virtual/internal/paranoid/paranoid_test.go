@@ -10,10 +10,12 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/agentoslab/agentlab/internal/testbin"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/agentoslab/agentlab/internal/testbin"
+	"github.com/agentoslab/agentlab/internal/testenv"
 )
 
 // The test binary plays three parts: the test; an "init" that installs
@@ -95,9 +97,7 @@ func runInit() int {
 // The rule of CONFIG_ANDROID_PARANOID_NETWORK: AF_INET and AF_INET6 need
 // euid 0 or the inet or net_raw group; unix sockets need nothing.
 func TestParanoidNetwork(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: installs a seccomp filter and starts processes under other uids")
-	}
+	testenv.NeedRoot(t)
 	// A copy of the test binary the probe uids can run.
 	self, err := testbin.Self()
 	require.NoError(t, err)

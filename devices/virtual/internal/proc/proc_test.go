@@ -10,14 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to change credentials")
-	}
-}
+	"github.com/agentoslab/agentlab/internal/testenv"
+)
 
 func TestStartExitCodes(t *testing.T) {
 	t.Parallel()
@@ -46,7 +41,7 @@ func TestStartExitCodes(t *testing.T) {
 }
 
 func TestStartAsUser(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t)
 	t.Parallel()
 	r := NewReaper(false)
 	defer r.Close()
@@ -71,7 +66,7 @@ func TestStartAsUser(t *testing.T) {
 }
 
 func TestRunAs(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t)
 	t.Parallel()
 	dir := t.TempDir()
 	for _, d := range []string{filepath.Dir(dir), dir} {

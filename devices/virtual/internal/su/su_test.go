@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentoslab/agentlab/devices/virtual/internal/proc"
+	"github.com/agentoslab/agentlab/internal/testenv"
 )
 
 // TestDaemon runs the daemon in this process's network namespace (its
@@ -18,9 +19,7 @@ import (
 // and checks identity both ways: the target uid is real, and the caller's
 // uid comes from SO_PEERCRED.
 func TestDaemon(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to switch uids")
-	}
+	testenv.NeedRoot(t)
 	r := proc.NewReaper(false)
 	defer r.Close()
 	d, err := Serve(r, "/bin/sh", slog.New(slog.DiscardHandler))

@@ -22,6 +22,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/ext/internal/wire"
 	"github.com/agentoslab/agentlab/runtime/internal/chars"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 	"github.com/agentoslab/agentlab/runtime/sdk/plugin"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
@@ -337,7 +338,7 @@ func (s *Server) dial(ctx context.Context) (*conn, []plugin.ToolInfo, string, er
 		nc.Close()
 		return nil, nil, ErrConnectFailed, err
 	}
-	if cred.UID != s.cfg.UID {
+	if cred.UID != s.cfg.UID && !(faultinject.Enabled && faultinject.Active(faultinject.ProviderPeerUIDUnchecked)) {
 		// Someone else holds the name: refuse before sending a byte.
 		nc.Close()
 		return nil, nil, ErrUIDMismatch, fmt.Errorf("socket served by uid %d, not %d: %w", cred.UID, s.cfg.UID, plugin.ErrWrongPeer)

@@ -151,17 +151,6 @@ func newServer(t *testing.T, a *app, l *fakeLauncher, mod func(*Config)) *Server
 	return s
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not in time", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestCallResults(t *testing.T) {
 	t.Parallel()
 	a := newApp(t)
@@ -202,7 +191,9 @@ func TestTimeoutAndCancel(t *testing.T) {
 	if d := time.Since(start); d < 300*time.Millisecond || d > 5*time.Second {
 		t.Fatalf("timeout after %v", d)
 	}
-	waitFor(t, "provider saw the timeout's cancel", func() bool { return a.cancels.Load() == 1 })
+	require.Eventually(t, func() bool {
+		return a.cancels.Load() == 1
+	}, 10*time.Second, 5*time.Millisecond, "provider saw the timeout's cancel")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
@@ -210,7 +201,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 	if r.Code != string(errcode.ToolResultUnknown) || r.Details["cancelled"] != true || r.Outcome != engine.OutcomeUnknown {
 		t.Fatalf("cancel = %+v", r)
 	}
-	waitFor(t, "provider saw the cancel", func() bool { return a.cancels.Load() == 2 })
+	require.Eventually(t, func() bool { return a.cancels.Load() == 2 }, 10*time.Second, 5*time.Millisecond, "provider saw the cancel")
 	if a.calls.Load() != 2 {
 		t.Fatalf("calls %d: each call reached the provider exactly once", a.calls.Load())
 	}
@@ -230,13 +221,13 @@ func TestInflightLimit(t *testing.T) {
 			results <- s.Call(context.Background(), "slow", "slow", nil, time.Minute).Text
 		}()
 	}
-	waitFor(t, "8 running, 4 queued", func() bool {
+	require.Eventually(t, func() bool {
 		a.mu.Lock()
 		running := a.running
 		a.mu.Unlock()
 		st := s.Status()
 		return running == DefaultMaxInflight && st.Queued == 4
-	})
+	}, 10*time.Second, 5*time.Millisecond, "8 running, 4 queued")
 	a.release() // for good: the queued four run through at once
 	wg.Wait()
 	close(results)
@@ -259,7 +250,11 @@ func TestProviderDeath(t *testing.T) {
 	s := newServer(t, a, l, nil)
 	done := make(chan struct{})
 	go func() { s.Call(context.Background(), "slow", "slow", nil, time.Minute); close(done) }()
-	waitFor(t, "call running", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.running == 1 })
+	require.Eventually(t, func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.running == 1
+	}, 10*time.Second, 5*time.Millisecond, "call running")
 	a.kill()
 	<-done
 	if st := s.Status(); st.Deaths != 1 || st.Connected {
@@ -284,7 +279,11 @@ func TestProviderDeathResult(t *testing.T) {
 		got.code, got.outcome = r.Code, r.Outcome
 		close(done)
 	}()
-	waitFor(t, "call running", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.running == 1 })
+	require.Eventually(t, func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.running == 1
+	}, 10*time.Second, 5*time.Millisecond, "call running")
 	start := time.Now()
 	a.kill()
 	<-done
@@ -301,7 +300,9 @@ func TestIdleRelease(t *testing.T) {
 	if r := s.Call(context.Background(), "echo", "echo", json.RawMessage(`{}`), time.Minute); r.IsError {
 		t.Fatal(r.Text)
 	}
-	waitFor(t, "idle release", func() bool { return s.Status().IdleReleases == 1 && l.stops.Load() == 1 })
+	require.Eventually(t, func() bool {
+		return s.Status().IdleReleases == 1 && l.stops.Load() == 1
+	}, 10*time.Second, 5*time.Millisecond, "idle release")
 	if st := s.Status(); st.Connected || st.State != StateIdle || st.Deaths != 0 {
 		t.Fatalf("after idle: %+v", st)
 	}
@@ -320,7 +321,11 @@ func TestNoIdleWhileBusy(t *testing.T) {
 	s := newServer(t, a, l, func(c *Config) { c.IdleTimeout = 50 * time.Millisecond; c.Clock = clk })
 	done := make(chan struct{})
 	go func() { s.Call(context.Background(), "slow", "slow", nil, 2*time.Hour); close(done) }()
-	waitFor(t, "call running", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.running == 1 })
+	require.Eventually(t, func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.running == 1
+	}, 10*time.Second, 5*time.Millisecond, "call running")
 	clk.Advance(time.Hour) // many idle periods, within the call's timeout
 	if st := s.Status(); !st.Connected || st.IdleReleases != 0 {
 		t.Fatalf("released while busy: %+v", st)
@@ -346,11 +351,17 @@ func TestIdleAndCallTimeoutOnTheClock(t *testing.T) {
 	require.Equal(t, 0, s.Status().IdleReleases, "released early")
 	require.True(t, s.Status().Connected)
 	clk.Advance(time.Millisecond)
-	waitFor(t, "idle release", func() bool { return s.Status().IdleReleases == 1 && l.stops.Load() == 1 })
+	require.Eventually(t, func() bool {
+		return s.Status().IdleReleases == 1 && l.stops.Load() == 1
+	}, 10*time.Second, 5*time.Millisecond, "idle release")
 
 	res := make(chan wireResult, 1)
 	go func() { res <- s.Call(context.Background(), "mcp__p__test__slow", "slow", nil, 0) }()
-	waitFor(t, "call running", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.running == 1 })
+	require.Eventually(t, func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.running == 1
+	}, 10*time.Second, 5*time.Millisecond, "call running")
 	clk.Advance(DefaultCallTimeout - time.Millisecond)
 	select {
 	case r := <-res:
@@ -371,12 +382,16 @@ func TestAbort(t *testing.T) {
 	s := newServer(t, a, &fakeLauncher{}, nil)
 	results := make(chan wireResult, 1)
 	go func() { results <- s.Call(context.Background(), "slow", "slow", nil, time.Minute) }()
-	waitFor(t, "call running", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.running == 1 })
+	require.Eventually(t, func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.running == 1
+	}, 10*time.Second, 5*time.Millisecond, "call running")
 	s.Abort("the plugin was turned off")
 	if r := <-results; r.Code != string(errcode.ToolResultUnknown) || r.Details["reason"] != "the plugin was turned off" {
 		t.Fatalf("abort: %+v", r)
 	}
-	waitFor(t, "provider saw the cancel", func() bool { return a.cancels.Load() == 1 })
+	require.Eventually(t, func() bool { return a.cancels.Load() == 1 }, 10*time.Second, 5*time.Millisecond, "provider saw the cancel")
 }
 
 func TestConnectFailures(t *testing.T) {
@@ -540,7 +555,7 @@ func TestListChangedFlood(t *testing.T) {
 	if r := s.Call(context.Background(), "x", "big", nil, time.Minute); r.Text != "ok" {
 		t.Fatalf("call during flood = %+v", r)
 	}
-	waitFor(t, "flood received", func() bool { return s.Status().ListChanged == 20000 })
+	require.Eventually(t, func() bool { return s.Status().ListChanged == 20000 }, 10*time.Second, 5*time.Millisecond, "flood received")
 	time.Sleep(250 * time.Millisecond)
 	if r := s.Call(context.Background(), "x", "big", nil, time.Minute); r.Text != "ok" {
 		t.Fatalf("call after flood = %+v", r)
