@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/runtime/catalog"
 	"github.com/agentoslab/agentlab/runtime/consent"
 	"github.com/agentoslab/agentlab/runtime/console"
@@ -134,9 +135,7 @@ func forward(t *testing.T, name string) int {
 // openConsole serves a console for o and opens it in Chromium.
 func openConsole(t *testing.T, o console.Admin) *Browser {
 	t.Helper()
-	if _, err := FindChromium(""); err != nil {
-		t.Skip(err)
-	}
+	chromium := testenv.NeedChromium(t)
 	var b [4]byte
 	rand.Read(b[:])
 	srv, err := console.New(&console.Options{Name: transport.Names{Prefix: "t" + hex.EncodeToString(b[:]) + "-"}.Console(), Admin: o})
@@ -146,7 +145,7 @@ func openConsole(t *testing.T, o console.Admin) *Browser {
 	port := forward(t, srv.Name())
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	t.Cleanup(cancel)
-	br, err := Start(ctx, BrowserOptions{URL: "http://127.0.0.1:" + itoa(port) + srv.Path()})
+	br, err := Start(ctx, BrowserOptions{Chromium: chromium, URL: "http://127.0.0.1:" + itoa(port) + srv.Path()})
 	require.NoError(t, err)
 	t.Cleanup(br.Close)
 	return br

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/runtime/apps/apptest"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
@@ -98,7 +99,7 @@ func TestServedOnTheSocket(t *testing.T) {
 // uid is closed without a byte; the shell uid and the runtime's uid are
 // served (and answered 401 without the token).
 func TestAdmissionByPeerUID(t *testing.T) {
-	apptest.NeedRoot(t)
+	testenv.NeedRoot(t)
 	const runtimeUID, appUID = 10099, 10123
 	a := fullAdmin(0)
 	s := startConsole(t, a, runtimeUID)
