@@ -5,14 +5,18 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -231,4 +235,31 @@ func TestNoCardInChromium(t *testing.T) {
 	defer cancel()
 	_, err := br.Answer(ctx, KindConsent, "nope", "DENY")
 	require.ErrorIs(t, err, ErrNoCard)
+}
+
+// TestCrossSiteFormInChromium: a page of another origin that posts a
+// form to the console (CSRF) reaches nothing. Another port of 127.0.0.1
+// is the same site, so the SameSite cookie does go along: the Origin
+// check is what refuses it.
+func TestCrossSiteFormInChromium(t *testing.T) {
+	o := newOwner("req-1")
+	br := openConsole(t, o)
+	ctx := ctxT(t)
+	attacker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<form method="post" action="%s/act"><input name="op" value="consent.respond"><input name="id" value="req-1">`+
+			`<input name="choice" value="ALLOW_ONCE"></form><script>document.forms[0].submit()</script>`, br.base.String())
+	}))
+	t.Cleanup(attacker.Close)
+	require.NoError(t, br.do(ctx, chromedp.Navigate(attacker.URL)))
+	require.NoError(t, br.do(ctx, chromedp.WaitReady(chromedp.CSS("body"))))
+	require.Eventually(t, func() bool {
+		href, err := Eval[string](ctx, br, `location.href`)
+		return err == nil && strings.HasSuffix(href, "/act")
+	}, 10*time.Second, 50*time.Millisecond, "the form was posted")
+	text, err := Eval[string](ctx, br, `document.body.innerText`)
+	require.NoError(t, err)
+	assert.Contains(t, text, "cross-origin request refused")
+	_, answered := o.answer("req-1")
+	assert.False(t, answered, "a cross-site form answered a card")
 }
