@@ -4,6 +4,7 @@
 package testenv
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"testing"
@@ -58,4 +59,24 @@ func need(t testing.TB, bin, fix string) string {
 		t.Skipf("%s not on PATH: %s", bin, fix)
 	}
 	return p
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago,
+// outside 5554–5585: an adb server probes those for emulators and would
+// take a test's listener for one.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	for range 20 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if p < 5554 || p > 5585 {
+			return p
+		}
+	}
+	t.Fatal("no free port outside adb's emulator range")
+	return 0
 }

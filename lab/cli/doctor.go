@@ -220,7 +220,7 @@ func diagnose(ctx context.Context, env doctorEnv, cfg *config.Config) []check {
 	}
 	out = append(out, c)
 
-	if cfg.Model.Mode == config.ModelLive {
+	if cfg.Model.Live() {
 		c = check{Name: "model-key", Required: true, Needed: "the live model (" + cfg.Model.Provider + ")",
 			Fix: "export " + cfg.Model.KeyEnv + "=<your key>   # never put the key in lab.yaml"}
 		if _, err := cfg.Model.Key(env.lookupEnv); err != nil {

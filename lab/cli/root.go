@@ -273,6 +273,7 @@ func newRoot(a *app) *cobra.Command {
 		newDoctorCmd(a),
 		newMutateCmd(a),
 		newProvisionCmd(a),
+		newReplayCmd(a),
 		newReportCmd(a),
 		newRunCmd(a),
 		newScenariosCmd(a),
