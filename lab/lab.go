@@ -93,6 +93,11 @@ type Options struct {
 	// in the queue running scenarios finish and the rest are reported
 	// skipped. Cancelling Run's context aborts running scenarios too.
 	Stop <-chan struct{}
+	// ConsentDriver, when set, answers every scenario's consent and
+	// authorization cards with this driver (admin or ui), whatever the
+	// scenario says; Chromium is the ui driver's browser ("" finds one).
+	ConsentDriver string
+	Chromium      string
 	// Build says where the runtime and apps come from.
 	Build BuildOptions
 	// LookupEnv reads the environment (the live model's key); nil is
@@ -363,7 +368,8 @@ func (r *run) queue(ctx context.Context) (*runner.Result, error) {
 		tokens[d.Serial], kinds[d.Serial] = d.token, d.record.Kind
 		records = append(records, *d.record)
 	}
-	exec := &runner.DeviceExecutor{Tokens: tokens, Kinds: kinds, Secret: r.secret, Logger: r.o.Logger}
+	exec := &runner.DeviceExecutor{Tokens: tokens, Kinds: kinds, Secret: r.secret, Logger: r.o.Logger,
+		ConsentDriver: r.o.ConsentDriver, Chromium: r.o.Chromium}
 	if stub := r.prov.stub; stub != nil {
 		exec.Stub = stub
 		port := strconv.Itoa(stub.Port())

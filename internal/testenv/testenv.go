@@ -41,6 +41,17 @@ func NeedNode(t testing.TB) (node, npm string) {
 		need(t, "npm", "install the Debian packages nodejs and npm")
 }
 
+// NeedChromium skips t unless Debian's chromium (or a chromium on PATH)
+// is there and returns its path; the owner console's browser tests and
+// the ui consent driver run it.
+func NeedChromium(t testing.TB) string {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium"
+	}
+	return need(t, "chromium", "install the Debian package chromium (CI does)")
+}
+
 func need(t testing.TB, bin, fix string) string {
 	t.Helper()
 	p, err := exec.LookPath(bin)

@@ -268,6 +268,7 @@ func newRoot(a *app) *cobra.Command {
 		newBridgeCmd(a),
 		newBuildCmd(a),
 		newCompletionCmd(a),
+		newConsoleCmd(a),
 		newDevicesCmd(a),
 		newDoctorCmd(a),
 		newMutateCmd(a),

@@ -165,6 +165,21 @@ func (r *Result) Collect(ctx context.Context) ([]reports.Artifact, error) {
 			writeJSON(prefix+"model-requests.json", reports.ArtifactOther, map[string]any{"requests": reqs, "dropped": dropped})
 		}
 	}
+	// The cards the ui driver answered, as the owner saw them, and what
+	// its browsers saw go wrong.
+	a.uiMu.Lock()
+	shots := slices.Clone(a.shots)
+	a.uiMu.Unlock()
+	for _, s := range shots {
+		name := s.name
+		if multi {
+			name = s.role + "-" + name
+		}
+		write(name, reports.ArtifactScreenshot, s.png)
+	}
+	if p := a.uiProblems(); len(p) > 0 {
+		writeJSON("console-problems.json", reports.ArtifactOther, p)
+	}
 	a.mu.Lock()
 	prompts := slices.Clone(a.prompts)
 	events := map[string]any{}
