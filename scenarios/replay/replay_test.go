@@ -1,4 +1,4 @@
-package scenarios
+package replay_test
 
 import (
 	"context"
@@ -13,12 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/scenarios/internal/labtest"
+
 	"github.com/agentoslab/agentlab/internal/testenv"
 
 	"github.com/agentoslab/agentlab/lab/modelstub/fakelive"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gopkg.in/yaml.v3"
 )
 
 // recordedEcho is the scenario the test records: a desktop prompt scoped
@@ -55,16 +56,16 @@ checks:
 func TestRecordReplaySave(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	agentlab, repo, adb := labBinary(t, ctx, "records and replays a scenario on a virtual device")
+	agentlab, repo, adb := labtest.Agentlab(t, ctx, "records and replays a scenario on a virtual device")
 	tmp := filepath.Dir(agentlab)
 
 	stateDir := filepath.Join(tmp, "vdevices")
 	name := fmt.Sprintf("rr-%d", os.Getpid())
 	devPort, adbPort := testenv.FreePort(t), testenv.FreePort(t)
-	mustRun(t, ctx, repo, agentlab, "vdevice", "start", "--name", name, "--port", strconv.Itoa(devPort), "--state-dir", stateDir)
+	labtest.MustRun(t, ctx, repo, agentlab, "vdevice", "start", "--name", name, "--port", strconv.Itoa(devPort), "--state-dir", stateDir)
 	t.Cleanup(func() { exec.Command(agentlab, "vdevice", "stop", name, "--state-dir", stateDir).Run() })
 	serial := "127.0.0.1:" + strconv.Itoa(devPort)
-	mustRun(t, ctx, repo, adb, "-P", strconv.Itoa(adbPort), "connect", serial)
+	labtest.MustRun(t, ctx, repo, adb, "-P", strconv.Itoa(adbPort), "connect", serial)
 	t.Cleanup(func() { exec.Command(adb, "-P", strconv.Itoa(adbPort), "kill-server").Run() })
 
 	suite := filepath.Join(tmp, "suite")
@@ -119,7 +120,7 @@ func recordReplay(t *testing.T, agent func(*testing.T, ...string) (string, int),
 	// Record.
 	logs, code := agent(t, "run", "--config", recCfg, "--out", filepath.Join(out, "record"), "--scenario", "rec/echo")
 	require.Equal(t, 0, code, logs)
-	res, err := readResults(filepath.Join(out, "record", "results.json"))
+	res, err := labtest.ReadResults(filepath.Join(out, "record", "results.json"))
 	require.NoError(t, err)
 	require.Equal(t, "pass", res["rec/echo"].Verdict, logs)
 	calls := live.Calls()
@@ -158,14 +159,7 @@ func recordReplay(t *testing.T, agent func(*testing.T, ...string) (string, int),
 	require.Equal(t, 0, code, logs)
 	doc, err := os.ReadFile(saved)
 	require.NoError(t, err)
-	for i, line := range strings.Split(string(doc), "\n") {
-		assert.LessOrEqual(t, len([]rune(line)), maxLine, "%s:%d", saved, i+1)
-	}
-	var root yaml.Node
-	require.NoError(t, yaml.Unmarshal(doc, &root))
-	for _, p := range stringsInside(&root) {
-		assert.Empty(t, languageIn(p.Value), "%s:%d", saved, p.Line)
-	}
+	assert.Empty(t, labtest.StyleProblems(doc), "%s breaks the suite's style rules", saved)
 	logs, code = agent(t, "run", "--config", stubCfg, "--out", filepath.Join(out, "saved"), "--scenario", "rec/echo-saved", "--repeat", "20", "--json")
 	require.Equal(t, 0, code, logs)
 	b, err := os.ReadFile(filepath.Join(out, "saved", "results.json"))
@@ -197,15 +191,4 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// mustRun runs name with args in dir and fails t with its output when it
-// does not exit 0.
-func mustRun(t *testing.T, ctx context.Context, dir, name string, args ...string) {
-	t.Helper()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, b)
-	}
 }
