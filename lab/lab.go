@@ -93,6 +93,11 @@ type Options struct {
 	// in the queue running scenarios finish and the rest are reported
 	// skipped. Cancelling Run's context aborts running scenarios too.
 	Stop <-chan struct{}
+	// ConsentDriver, when set, answers every scenario's consent and
+	// authorization cards with this driver (admin or ui), whatever the
+	// scenario says; Chromium is the ui driver's browser ("" finds one).
+	ConsentDriver string
+	Chromium      string
 	// Build says where the runtime and apps come from.
 	Build BuildOptions
 	// LookupEnv reads the environment (the live model's key); nil is
@@ -188,12 +193,8 @@ func Run(ctx context.Context, cfg *config.Config, sel Selection, opts *Options) 
 		return nil, fmt.Errorf("output: %w", err)
 	}
 	defer r.close()
-	if cfg.Model.Mode == config.ModelLive {
-		key, err := cfg.Model.Key(o.LookupEnv)
-		if err != nil {
-			return nil, &Error{Kind: ErrConfig, Err: err, Hint: "export " + cfg.Model.KeyEnv}
-		}
-		r.secret(reports.Secret{Name: "model key", Value: []byte(key)})
+	if err := r.modelKeySecret(); err != nil {
+		return nil, err
 	}
 	r.signingKeySecrets()
 	res := &runner.Result{}
@@ -367,7 +368,8 @@ func (r *run) queue(ctx context.Context) (*runner.Result, error) {
 		tokens[d.Serial], kinds[d.Serial] = d.token, d.record.Kind
 		records = append(records, *d.record)
 	}
-	exec := &runner.DeviceExecutor{Tokens: tokens, Kinds: kinds, Secret: r.secret, Logger: r.o.Logger}
+	exec := &runner.DeviceExecutor{Tokens: tokens, Kinds: kinds, Secret: r.secret, Logger: r.o.Logger,
+		ConsentDriver: r.o.ConsentDriver, Chromium: r.o.Chromium}
 	if stub := r.prov.stub; stub != nil {
 		exec.Stub = stub
 		port := strconv.Itoa(stub.Port())
@@ -381,8 +383,13 @@ func (r *run) queue(ctx context.Context) (*runner.Result, error) {
 		parallel = r.cfg.Parallelism
 	}
 	model := scenario.ModelStub
-	if r.cfg.Model.Mode == config.ModelLive {
+	if r.cfg.Model.Live() {
 		model = scenario.ModelLive
+	}
+	keep := r.cfg.Artifacts.Keep
+	if r.cfg.Model.Mode == config.ModelRecord {
+		// Every attempt's recording is kept: a pass is worth replaying too.
+		keep = func(bool) bool { return true }
 	}
 	pools := r.cfg.Pools
 	if len(pools) == 0 {
@@ -395,7 +402,7 @@ func (r *run) queue(ctx context.Context) (*runner.Result, error) {
 		ro := runner.Options{
 			Scenarios: r.plan.Run, Filtered: r.plan.Filtered, Leaser: runner.Pool(r.pool), Executor: exec, RunDir: r.out,
 			Base: base, Attempts: r.cfg.Retries.Attempts, RetryBudget: r.cfg.Retries.Budget, LabFaultRequeues: r.cfg.Retries.LabFaultRequeues,
-			Timeout: r.cfg.Timeouts.Scenario.D(), Parallel: parallel, Keep: r.cfg.Artifacts.Keep, Model: model, Apps: r.provided,
+			Timeout: r.cfg.Timeouts.Scenario.D(), Parallel: parallel, Keep: keep, Model: model, Apps: r.provided,
 			Repeat: r.o.Repeat, UntilFail: r.o.UntilFail, Stop: r.o.Stop, Devices: records, Logger: r.o.Logger,
 			Progress: func(name string, at reports.Attempt) {
 				progressf(r.o, "%-12s %s #%d on %s (%s)", strings.ToUpper(string(at.Verdict)), name, at.Number, at.Device,
@@ -442,7 +449,7 @@ func (r *run) report(res *runner.Result) (*reports.Run, error) {
 		}
 	}
 	out.Devices, out.Scenarios = nonNil(out.Devices), nonNil(out.Scenarios)
-	if cfg.Model.Mode == config.ModelLive {
+	if cfg.Model.Live() {
 		out.Model = reports.Model{Kind: reports.ModelLive, Provider: cfg.Model.Provider, Name: cfg.Model.Name}
 	}
 	// Artifacts first: a leak there fails the run and is reported in it.
@@ -523,6 +530,20 @@ func (r *run) secretList() []reports.Secret {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.secrets)
+}
+
+// modelKeySecret adds a live or recorded run's model key to the secrets
+// the artifacts and reports are scanned for.
+func (r *run) modelKeySecret() error {
+	if !r.cfg.Model.Live() {
+		return nil
+	}
+	key, err := r.cfg.Model.Key(r.o.LookupEnv)
+	if err != nil {
+		return &Error{Kind: ErrConfig, Err: err, Hint: "export " + r.cfg.Model.KeyEnv}
+	}
+	r.secret(reports.Secret{Name: "model key", Value: []byte(key)})
+	return nil
 }
 
 // signingKeySecrets adds the bundle-signing key: its PEM text and its

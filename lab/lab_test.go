@@ -193,6 +193,25 @@ func TestProvisioningMapping(t *testing.T) {
 	assert.ErrorIs(t, err, ErrConfig)
 }
 
+// TestProvisioningRecord: a record run starts a recording stub holding
+// the key, and points every runtime at it in the provider's dialect with
+// the live model id — never with the key.
+func TestProvisioningRecord(t *testing.T) {
+	cfg := labYAML(t, "model: {mode: record, provider: anthropic, model: m2, keyEnv: LAB_TEST_KEY}\n")
+	env := func(k string) (string, bool) { return "sk-rec-test", k == "LAB_TEST_KEY" }
+	p, err := newProvisioning(cfg, (&Options{LookupEnv: env}).orDefault(), nil)
+	require.NoError(t, err)
+	defer p.close()
+	o := p.options(&Device{Serial: "a"})
+	require.NotNil(t, p.stub)
+	assert.Nil(t, o.Model.Live, "the runtime never gets the live key")
+	require.NotNil(t, o.Model.Stub)
+	assert.Equal(t, "anthropic", o.Model.Stub.Provider)
+	assert.Equal(t, "m2", o.Model.Stub.Model)
+	_, _, err = p.stub.Recording(context.Background(), o.Model.Stub.Token)
+	assert.NoError(t, err, "the stub records the bound token")
+}
+
 // TestPrebuiltNextToExecutable: outside the source tree, a released
 // agentlab finds the artifacts.json beside it; inside the tree it builds;
 // --prebuilt wins everywhere.
@@ -241,6 +260,30 @@ func TestBuildOutsideTheTree(t *testing.T) {
 	assert.Equal(t, reports.ExitUsage, ExitCode(nil, err))
 	infos, _ := os.ReadDir(cfg.VirtualStateDir())
 	assert.Empty(t, infos, "no virtual device was started")
+}
+
+// TestRecordKeyScanned: a record run's key is a secret of the run, so a
+// recording that held it would fail the run's leak scan.
+func TestRecordKeyScanned(t *testing.T) {
+	dir := t.TempDir()
+	cfg := labYAML(t, "model: {mode: record, provider: openai, model: m, keyEnv: LAB_TEST_KEY}\n")
+	cfg.Output = dir
+	const key = "sk-record-0123456789"
+	r := &run{cfg: cfg, o: (&Options{LookupEnv: func(k string) (string, bool) { return key, k == "LAB_TEST_KEY" }}).orDefault(),
+		plan: &Plan{}, out: dir, id: "run-test", started: time.Now()}
+	require.NoError(t, r.modelKeySecret())
+	art := filepath.Join(dir, "artifacts", "s", "attempt-1", "model-script.yaml")
+	require.NoError(t, os.MkdirAll(filepath.Dir(art), 0o755))
+	require.NoError(t, os.WriteFile(art, []byte("steps:\n  - text: "+key+"\n"), 0o644))
+	out, err := r.report(&runner.Result{})
+	require.NoError(t, err)
+	require.NotEmpty(t, out.Scenarios)
+	leak := out.Scenarios[len(out.Scenarios)-1]
+	assert.Equal(t, LeakScenario, leak.Name)
+	assert.Contains(t, leak.Reason, "model-script.yaml")
+
+	r.o.LookupEnv = func(string) (string, bool) { return "", false }
+	assert.ErrorIs(t, r.modelKeySecret(), ErrConfig, "a record run needs the key")
 }
 
 // TestReportLeak: a secret found in an artifact fails the run with a

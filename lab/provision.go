@@ -44,6 +44,8 @@ type provisioning struct {
 	base provision.Options
 	live *provision.LiveModel
 	stub *modelstub.Stub
+	// record holds the provider and model a recording stub relays to.
+	record *provision.StubModel
 }
 
 func newProvisioning(cfg *config.Config, o *Options, po *ProvisionOptions) (*provisioning, error) {
@@ -67,15 +69,22 @@ func newProvisioning(cfg *config.Config, o *Options, po *ProvisionOptions) (*pro
 	case len(cfg.Provision.Plugins) > 0:
 		p.base.Plugins = cfg.Provision.Plugins
 	}
-	if cfg.Model.Mode == config.ModelLive {
+	so := &modelstub.Options{Logger: o.Logger}
+	if cfg.Model.Live() {
 		key, err := cfg.Model.Key(o.LookupEnv)
 		if err != nil {
 			return nil, &Error{Kind: ErrConfig, Err: err, Hint: "export " + cfg.Model.KeyEnv}
 		}
-		p.live = &provision.LiveModel{Provider: cfg.Model.Provider, BaseURL: cfg.Model.BaseURL, Model: cfg.Model.Name, Key: key}
-		return p, nil
+		if cfg.Model.Mode == config.ModelLive {
+			p.live = &provision.LiveModel{Provider: cfg.Model.Provider, BaseURL: cfg.Model.BaseURL, Model: cfg.Model.Name, Key: key}
+			return p, nil
+		}
+		// Record: the runtimes talk to the stub in the provider's dialect
+		// and the stub, holding the key, relays.
+		so.Upstream = &modelstub.Upstream{API: cfg.Model.Provider, BaseURL: cfg.Model.BaseURL, Key: key}
+		p.record = &provision.StubModel{Provider: cfg.Model.Provider, Model: cfg.Model.Name}
 	}
-	stub, err := modelstub.Start(&modelstub.Options{Logger: o.Logger})
+	stub, err := modelstub.Start(so)
 	if err != nil {
 		return nil, fmt.Errorf("model stub: %w", err)
 	}
@@ -93,6 +102,9 @@ func (p *provisioning) options(d *Device) *provision.Options {
 		}
 		p.stub.Bind(d.token, nil)
 		o.Model.Stub = &provision.StubModel{Port: p.stub.Port(), Token: d.token}
+		if p.record != nil {
+			o.Model.Stub.Provider, o.Model.Stub.Model = p.record.Provider, p.record.Model
+		}
 		if d.published {
 			o.Model.Stub.Host = modelstub.DeviceHost
 		}

@@ -4,6 +4,7 @@
 package testenv
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"testing"
@@ -40,6 +41,17 @@ func NeedNode(t testing.TB) (node, npm string) {
 		need(t, "npm", "install the Debian packages nodejs and npm")
 }
 
+// NeedChromium skips t unless Debian's chromium (or a chromium on PATH)
+// is there and returns its path; the owner console's browser tests and
+// the ui consent driver run it.
+func NeedChromium(t testing.TB) string {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium"
+	}
+	return need(t, "chromium", "install the Debian package chromium (CI does)")
+}
+
 func need(t testing.TB, bin, fix string) string {
 	t.Helper()
 	p, err := exec.LookPath(bin)
@@ -47,4 +59,24 @@ func need(t testing.TB, bin, fix string) string {
 		t.Skipf("%s not on PATH: %s", bin, fix)
 	}
 	return p
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago,
+// outside 5554–5585: an adb server probes those for emulators and would
+// take a test's listener for one.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	for range 20 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if p < 5554 || p > 5585 {
+			return p
+		}
+	}
+	t.Fatal("no free port outside adb's emulator range")
+	return 0
 }

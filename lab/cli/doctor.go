@@ -207,7 +207,20 @@ func diagnose(ctx context.Context, env doctorEnv, cfg *config.Config) []check {
 	}
 	out = append(out, c)
 
-	if cfg.Model.Mode == config.ModelLive {
+	c = check{Name: "chromium", Needed: "optional: the ui consent driver (--consent-driver ui, consent_driver: ui) and the console's browser tests",
+		Fix: "apt-get install -y chromium"}
+	if p, err := env.lookPath("chromium"); err != nil {
+		c.Found = "chromium not found on PATH"
+	} else if v, err := env.output(ctx, p, "--version"); err == nil && strings.Contains(v, "Chromium") {
+		// Debian's wrapper script may print noise before the version.
+		line := v[strings.Index(v, "Chromium"):]
+		c.OK, c.Found = true, firstLine(line)
+	} else {
+		c.OK, c.Found = true, p
+	}
+	out = append(out, c)
+
+	if cfg.Model.Live() {
 		c = check{Name: "model-key", Required: true, Needed: "the live model (" + cfg.Model.Provider + ")",
 			Fix: "export " + cfg.Model.KeyEnv + "=<your key>   # never put the key in lab.yaml"}
 		if _, err := cfg.Model.Key(env.lookupEnv); err != nil {
@@ -270,7 +283,8 @@ func newDoctorCmd(a *app) *cobra.Command {
 		Short: "Check this machine for what the lab needs, with the command that fixes each gap",
 		Long: `Check this machine for what the configured run needs: Go (to build the runtime and
 apps), adb, root and Linux namespaces (virtual devices), BusyBox, Docker (container
-emulators), the Android SDK tools (AVD emulators), node, and the live model's key
+emulators), the Android SDK tools (AVD emulators), node, chromium (the ui consent
+driver), and the live model's key
 when lab.yaml asks for a live model.
 
 For everything missing, doctor prints the one command that fixes it. What is

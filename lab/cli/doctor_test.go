@@ -37,7 +37,7 @@ func TestDoctorOnThisMachine(t *testing.T) {
 	if !byName["go"].OK {
 		t.Errorf("go check failed while running under go: %+v", byName["go"])
 	}
-	for _, name := range []string{"go", "adb", "root", "namespaces", "busybox", "docker", "android-sdk", "node"} {
+	for _, name := range []string{"go", "adb", "root", "namespaces", "busybox", "docker", "android-sdk", "node", "chromium"} {
 		if _, ok := byName[name]; !ok {
 			t.Errorf("no %s check", name)
 		}
@@ -109,6 +109,7 @@ func TestDoctorMissing(t *testing.T) {
 		"│ busybox " + pad("busybox") + "│ optional ", "apt-get install -y busybox-static",
 		"│ docker " + pad("docker") + "│ optional ", "engine not reachable",
 		"│ node " + pad("node") + "│ optional ", "apt-get install -y nodejs npm",
+		"│ chromium " + pad("chromium") + "│ optional ", "apt-get install -y chromium",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)

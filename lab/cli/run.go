@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/agentoslab/agentlab/lab"
 	"github.com/agentoslab/agentlab/lab/config"
+	"github.com/agentoslab/agentlab/lab/scenario"
 	"github.com/agentoslab/agentlab/reports"
 	"github.com/spf13/cobra"
 )
@@ -29,6 +31,8 @@ type runFlags struct {
 	dryRun            bool
 	prebuilt          string
 	cacheDir          string
+	consentDriver     string
+	chromium          string
 }
 
 const runLong = `Run the scenario suite: start the devices lab.yaml names (virtual devices,
@@ -100,6 +104,8 @@ func newRunCmd(a *app) *cobra.Command {
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the scenarios the selection runs and exit; touches no device")
 	fl.StringVar(&f.prebuilt, "prebuilt", "", "use the prebuilt artifacts in this folder (agentlab build --out DIR) instead of building")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "build cache (default $XDG_CACHE_HOME/agentlab/build)")
+	fl.StringVar(&f.consentDriver, "consent-driver", "", "answer every scenario's cards with this driver: admin (ctl) or ui (the owner console in headless Chromium)")
+	fl.StringVar(&f.chromium, "chromium", "", "the ui consent driver's browser (default /usr/bin/chromium, else chromium on PATH)")
 	completeSelection(cmd, a)
 	return cmd
 }
@@ -127,6 +133,9 @@ func (f *runFlags) selection(cmd *cobra.Command) (lab.Selection, error) {
 			return sel, usagef(cmd, "--shard: %v", err)
 		}
 	}
+	if f.consentDriver != "" && !slices.Contains(scenario.ConsentDrivers, f.consentDriver) {
+		return sel, usagef(cmd, "--consent-driver: want admin or ui, got %q", f.consentDriver)
+	}
 	if f.repeat < 0 || f.parallel < 0 {
 		return sel, usagef(cmd, "--repeat and --parallel must not be negative")
 	}
@@ -148,6 +157,7 @@ func runSuite(cmd *cobra.Command, a *app, f *runFlags) error {
 	o := a.labOptions()
 	o.Parallel, o.Repeat, o.UntilFail, o.KeepDevices = f.parallel, f.repeat, f.untilFail, f.keepDevices
 	o.Build = lab.BuildOptions{Prebuilt: f.prebuilt, CacheDir: f.cacheDir}
+	o.ConsentDriver, o.Chromium = f.consentDriver, f.chromium
 
 	// The first Ctrl-C (main's context, or our own signal) stops queueing;
 	// a second aborts the running scenarios.

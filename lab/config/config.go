@@ -185,19 +185,24 @@ func (p Pool) Selector() pool.Selector {
 const (
 	ModelStub = "stub"
 	ModelLive = "live"
+	// ModelRecord runs like live (the live provider settings) but through
+	// the lab's stub, which forwards every request and records the
+	// answers as a model script per attempt (agentlab replay).
+	ModelRecord = "record"
 
 	ProviderOpenAI    = "openai"
 	ProviderAnthropic = "anthropic"
 )
 
-// Model is the model the runtimes talk to: the lab's stub (default) or a
-// live provider. A lab.yaml may write "model: stub" or "model: live" as a
-// shorthand for the mode.
+// Model is the model the runtimes talk to: the lab's stub (default), a
+// live provider, or a live provider recorded through the stub. A lab.yaml
+// may write "model: stub" or "model: live" as a shorthand for the mode.
 type Model struct {
-	// Mode is stub or live.
+	// Mode is stub, live or record (live through the stub, which records
+	// every answer; the live settings below apply).
 	Mode string `yaml:"mode" json:"mode"`
 	// Provider is openai (any OpenAI-compatible Chat Completions
-	// endpoint) or anthropic; live only.
+	// endpoint) or anthropic; live and record only.
 	Provider string `yaml:"provider" json:"provider,omitempty"`
 	// BaseURL is the provider's endpoint; empty means the provider's
 	// public one. Live only.
@@ -209,6 +214,9 @@ type Model struct {
 	KeyEnv string `yaml:"keyEnv" json:"keyEnv,omitempty"`
 }
 
+// Live reports whether a live provider answers: mode live or record.
+func (m Model) Live() bool { return m.Mode == ModelLive || m.Mode == ModelRecord }
+
 // ErrNoKey reports that the variable named by model.keyEnv is unset or
 // empty.
 var ErrNoKey = errors.New("model key not set")
@@ -217,7 +225,7 @@ var ErrNoKey = errors.New("model key not set")
 // KeyEnv (getenv nil means os.LookupEnv). The error names the variable,
 // never a value.
 func (m Model) Key(getenv func(string) (string, bool)) (string, error) {
-	if m.Mode != ModelLive {
+	if !m.Live() {
 		return "", fmt.Errorf("model key: mode is %s, not live", m.Mode)
 	}
 	if getenv == nil {

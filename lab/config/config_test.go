@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/devices"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func env(m map[string]string) *Options {
@@ -169,8 +171,9 @@ func TestBadFields(t *testing.T) {
 		{"pool abi", "pools:\n  - name: a\n    abi: mips\n", `lab.yaml:3:5: pools[0].abi: must be one of x86_64, arm64-v8a, got "mips"`},
 		{"pool api range", "pools:\n  - name: a\n    api: {min: 36, max: 35}\n", `lab.yaml:3:5: pools[0].api: min 36 is above max 35`},
 		{"pool root", "pools:\n  - name: a\n    rootMethods: [magisk, apatch]\n", `lab.yaml:3:27: pools[0].rootMethods[1]: must be one of`},
-		{"model mode", "model: remote\n", `lab.yaml:1:1: model.mode: must be stub or live, got "remote"`},
+		{"model mode", "model: remote\n", `lab.yaml:1:1: model.mode: must be stub, live or record, got "remote"`},
 		{"model stub with provider", "model:\n  mode: stub\n  provider: openai\n", `lab.yaml:3:3: model.provider: only for mode live`},
+		{"model record provider", "model:\n  mode: record\n  model: m\n  keyEnv: K\n", `lab.yaml:1:1: model.provider: must be openai or anthropic`},
 		{"model live provider", "model:\n  mode: live\n  provider: gemini\n  model: m\n  keyEnv: K\n", `lab.yaml:3:3: model.provider: must be openai or anthropic, got "gemini"`},
 		{"model live name", "model:\n  mode: live\n  provider: openai\n  keyEnv: K\n", `lab.yaml:1:1: model.model: is required`},
 		{"model live keyEnv", "model:\n  mode: live\n  provider: openai\n  model: m\n  keyEnv: sk-abc\n", `lab.yaml:5:3: model.keyEnv: must name the environment variable`},
@@ -316,6 +319,18 @@ func TestModelKey(t *testing.T) {
 	if strings.Contains(c.Digest(), "sk-") {
 		t.Error("digest")
 	}
+}
+
+// TestModelRecord: record takes the live settings and the live key; a
+// Key that only accepted "live" would leave record runs without a key.
+func TestModelRecord(t *testing.T) {
+	c, err := parseString(t, "model:\n  mode: record\n  provider: openai\n  model: m\n  keyEnv: LAB_KEY\n", nil)
+	require.NoError(t, err)
+	assert.True(t, c.Model.Live())
+	assert.False(t, Default().Model.Live())
+	k, err := c.Model.Key(func(n string) (string, bool) { return "sk-rec", n == "LAB_KEY" })
+	require.NoError(t, err)
+	assert.Equal(t, "sk-rec", k)
 }
 
 func TestModelShorthand(t *testing.T) {

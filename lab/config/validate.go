@@ -224,10 +224,10 @@ func (c *Config) validate(dec *strictyaml.Decoder) {
 	case ModelStub:
 		for field, v := range map[string]string{"provider": m.Provider, "baseUrl": m.BaseURL, "model": m.Name, "keyEnv": m.KeyEnv} {
 			if v != "" {
-				bad("model."+field, "only for mode live (the stub needs no %s)", field)
+				bad("model."+field, "only for mode live or record (the stub needs no %s)", field)
 			}
 		}
-	case ModelLive:
+	case ModelLive, ModelRecord:
 		if m.Provider != ProviderOpenAI && m.Provider != ProviderAnthropic {
 			bad("model.provider", "must be openai or anthropic, got %q", m.Provider)
 		}
@@ -245,7 +245,7 @@ func (c *Config) validate(dec *strictyaml.Decoder) {
 			}
 		}
 	default:
-		bad("model.mode", "must be stub or live, got %q", m.Mode)
+		bad("model.mode", "must be stub, live or record, got %q", m.Mode)
 	}
 
 	if c.Parallelism < 0 || c.Parallelism > MaxParallelism {

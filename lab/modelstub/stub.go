@@ -30,6 +30,12 @@
 // prompt, messages, offered tool names, time and the status answered, so a
 // scenario can assert what the model was offered and what it saw.
 //
+// Started with an Upstream (lab.yaml model.mode record), the stub is a
+// recorder: it forwards every bound token's requests unchanged to the live
+// provider (with the provider's key, which never comes back), streams the
+// answers through, and keeps per token the model script that reproduces
+// them (Recording), which agentlab replay serves later.
+//
 // The stub accepts one fixed fake key (FakeKey) as "Authorization: Bearer"
 // or "x-api-key" and never logs headers, prompts, tool arguments or
 // results.
@@ -108,14 +114,19 @@ type Options struct {
 	// prefix) and failures; never headers, prompts, arguments or results.
 	// Nil discards.
 	Logger *slog.Logger
+	// Upstream, when set, makes the stub a recorder: every bound token's
+	// requests are forwarded to this live provider instead of answered
+	// from a script, and the answers are kept for Recording.
+	Upstream *Upstream
 }
 
 // Stub is a running model stub. Its methods are safe for concurrent use.
 type Stub struct {
-	ln     net.Listener
-	srv    *http.Server
-	log    *slog.Logger
-	maxRec int
+	ln       net.Listener
+	srv      *http.Server
+	log      *slog.Logger
+	maxRec   int
+	upstream *Upstream
 
 	base   context.Context // request contexts; cancelled by Close
 	cancel context.CancelFunc
@@ -130,6 +141,11 @@ type binding struct {
 	script   *script.Script
 	requests []Recorded
 	dropped  int
+	rec      *recording // recorder stubs only
+	// inflight counts relays not yet recorded; idle is closed when the
+	// count drops to zero, so a Recording waits for the last answer.
+	inflight int
+	idle     chan struct{}
 }
 
 // Start listens and serves until Close.
@@ -153,7 +169,7 @@ func Start(opts *Options) (*Stub, error) {
 		return nil, fmt.Errorf("model stub: %w", err)
 	}
 	base, cancel := context.WithCancel(context.Background())
-	s := &Stub{ln: ln, log: log, maxRec: o.MaxRecorded, base: base, cancel: cancel,
+	s := &Stub{ln: ln, log: log, maxRec: o.MaxRecorded, upstream: o.Upstream, base: base, cancel: cancel,
 		done: make(chan struct{}), bindings: map[string]*binding{}}
 	s.srv = &http.Server{
 		Handler:           s,
@@ -239,14 +255,20 @@ func validToken(t string) bool {
 var ErrBadToken = errors.New("bad stub token")
 
 // Bind makes sc answer the requests of token, replacing an earlier
-// binding and forgetting its recorded requests. A nil script echoes.
+// binding and forgetting its recorded requests. A nil script echoes. On a
+// recorder stub (Options.Upstream) the live provider answers instead of
+// sc and Bind starts a new recording.
 func (s *Stub) Bind(token string, sc *script.Script) error {
 	if !validToken(token) {
 		return fmt.Errorf("model stub: bind %q: %w", token, ErrBadToken)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.bindings[token] = &binding{script: sc}
+	b := &binding{script: sc}
+	if s.upstream != nil {
+		b.rec = &recording{steps: map[recKey]*recStep{}}
+	}
+	s.bindings[token] = b
 	return nil
 }
 
@@ -343,6 +365,10 @@ func (s *Stub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.WriteError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 		return
 	}
+	if s.upstream != nil {
+		s.relay(w, r, a, p, body, token, start)
+		return
+	}
 	resp, serr := sc.Respond(&p.Req)
 	rec := Recorded{Time: start, API: a.Name(), Stream: p.Stream, Model: p.Req.Model, System: p.Req.System,
 		Messages: p.Req.Messages, Tools: toolNames(p.Req.Tools), Status: http.StatusOK}
@@ -362,6 +388,44 @@ func (s *Stub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	err = s.answer(r.Context(), w, a, p, &resp, id)
 	s.log.Debug("model stub: request", "token", short(token), "api", a.Name(), "stream", p.Stream, "status", rec.Status,
 		"duration", time.Since(start), "err", err)
+}
+
+// relay forwards a request to the live provider and records the answer.
+func (s *Stub) relay(w http.ResponseWriter, r *http.Request, a wire.API, p *wire.Parsed, body []byte, token string, start time.Time) {
+	if a.Name() != s.upstream.API {
+		a.WriteError(w, http.StatusBadRequest, "invalid_request_error",
+			"the recording stub forwards "+s.upstream.API+" requests only (the runtime must use the live provider's API)")
+		return
+	}
+	s.mu.Lock()
+	b := s.bindings[token]
+	if b == nil {
+		s.mu.Unlock()
+		a.WriteError(w, http.StatusNotFound, "not_found_error", "no script is bound to this stub token (the scenario attempt ended?)")
+		return
+	}
+	if b.inflight == 0 {
+		b.idle = make(chan struct{})
+	}
+	b.inflight++
+	s.mu.Unlock()
+	st, status, broken := s.forward(r.Context(), w, r, a.Name(), body)
+	s.record(token, Recorded{Time: start, API: a.Name(), Stream: p.Stream, Model: p.Req.Model, System: p.Req.System,
+		Messages: p.Req.Messages, Tools: toolNames(p.Req.Tools), Status: status})
+	s.mu.Lock()
+	if b.rec != nil {
+		b.rec.add(keyOf(&p.Req), st)
+	}
+	if b.inflight--; b.inflight == 0 {
+		close(b.idle)
+	}
+	s.mu.Unlock()
+	s.log.Debug("model stub: relayed", "token", short(token), "api", a.Name(), "stream", p.Stream, "status", status,
+		"duration", time.Since(start))
+	if broken {
+		// The provider's stream broke: so does the runtime's.
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // answer serves resp: a hang, a status failure, or the events.

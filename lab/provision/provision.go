@@ -99,6 +99,10 @@ type StubModel struct {
 	// on a device whose resolver answers it (the lab's virtual devices),
 	// "" for 127.0.0.1.
 	Host string
+	// Provider and Model, when set, are the live provider's API and model
+	// id the runtime asks for: a recording stub passes requests through
+	// unchanged. Empty: openai and StubModelID.
+	Provider, Model string
 }
 
 // LiveModel points the runtime at a live provider.
@@ -575,6 +579,9 @@ func (p *provisioner) model(ctx context.Context) (bool, string, error) {
 			return false, "", fmt.Errorf("adb reverse %s %s: %w", spec, spec, err)
 		}
 		cfg = runtimectl.ModelConfig{Provider: "openai", BaseURL: modelstub.DeviceBaseURL(s.Host, s.Port, s.Token), Model: StubModelID}
+		if s.Provider != "" {
+			cfg.Provider, cfg.Model = s.Provider, s.Model
+		}
 		key = modelstub.FakeKey
 	case p.o.Model.Live != nil:
 		l := p.o.Model.Live

@@ -28,6 +28,11 @@ type DeviceExecutor struct {
 	AfterReboot func(ctx context.Context, dev devices.Device) error
 	// Secret is told about the secrets attempts handle, for the leak scan.
 	Secret func(reports.Secret)
+	// ConsentDriver, when set, answers every scenario's cards with this
+	// driver (admin or ui) whatever it says; Chromium is the ui driver's
+	// browser ("" finds one).
+	ConsentDriver string
+	Chromium      string
 	// CollectTimeout bounds artifact collection; default 2 min.
 	CollectTimeout time.Duration
 	Logger         *slog.Logger
@@ -38,7 +43,8 @@ var _ Executor = (*DeviceExecutor)(nil)
 // Run runs the attempt and collects its artifacts when they are kept.
 func (e *DeviceExecutor) Run(ctx context.Context, at *Attempt) *Outcome {
 	roles := at.Scenario.Roles()
-	env := &steps.Env{RunDir: at.RunDir, RelDir: at.RelDir, Attempt: at.Number, Secret: e.Secret, Logger: e.Logger}
+	env := &steps.Env{RunDir: at.RunDir, RelDir: at.RelDir, Attempt: at.Number, Secret: e.Secret, Logger: e.Logger,
+		ConsentDriver: e.ConsentDriver, Chromium: e.Chromium}
 	if e.Stub != nil {
 		env.Stub = e.Stub
 	}

@@ -26,6 +26,11 @@ type Scenario struct {
 	// Attempts is this scenario's most attempts (1 = never retried);
 	// zero means the lab's default.
 	Attempts int `yaml:"attempts"`
+	// ConsentDriver is how the lab answers consent and authorization
+	// cards: admin (ctl on the admin socket, the default) or ui (the
+	// owner's web console in headless Chromium, tapping like a person).
+	// A run's --consent-driver overrides it.
+	ConsentDriver string `yaml:"consent_driver"`
 	// Vars are strings steps and checks refer to as ${vars.NAME}.
 	Vars map[string]string `yaml:"vars"`
 	// Model is what the model answers; nil means the stub echoes.
@@ -338,6 +343,15 @@ type Header struct {
 	Name  string `yaml:"name"`
 	Value string `yaml:"value"`
 }
+
+// Consent drivers.
+const (
+	DriverAdmin = "admin"
+	DriverUI    = "ui"
+)
+
+// ConsentDrivers lists the accepted drivers.
+var ConsentDrivers = []string{DriverAdmin, DriverUI}
 
 // Consent modes and choices.
 const (

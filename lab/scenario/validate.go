@@ -81,6 +81,9 @@ func (v *validator) validate() {
 	if s.Attempts < 0 || s.Attempts > MaxAttempts {
 		v.errf("attempts", "want 1 to %d (0 = the lab's default), got %d", MaxAttempts, s.Attempts)
 	}
+	if s.ConsentDriver != "" && !slices.Contains(ConsentDrivers, s.ConsentDriver) {
+		v.errf("consent_driver", "want admin or ui, got %q", clip(s.ConsentDriver, 20))
+	}
 	for k := range s.Vars {
 		if !saveRE.MatchString(k) {
 			v.errf(join("vars", k), "variable name %q: want [A-Za-z_][A-Za-z0-9_-]*", clip(k, 40))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentoslab/agentlab/devices"
 	"github.com/agentoslab/agentlab/reports"
+	"gopkg.in/yaml.v3"
 )
 
 // Runtime logs on the device: the supervisor's and the runtime's.
@@ -164,6 +165,21 @@ func (r *Result) Collect(ctx context.Context) ([]reports.Artifact, error) {
 			writeJSON(prefix+"model-requests.json", reports.ArtifactOther, map[string]any{"requests": reqs, "dropped": dropped})
 		}
 	}
+	// The cards the ui driver answered, as the owner saw them, and what
+	// its browsers saw go wrong.
+	a.uiMu.Lock()
+	shots := slices.Clone(a.shots)
+	a.uiMu.Unlock()
+	for _, s := range shots {
+		name := s.name
+		if multi {
+			name = s.role + "-" + name
+		}
+		write(name, reports.ArtifactScreenshot, s.png)
+	}
+	if p := a.uiProblems(); len(p) > 0 {
+		writeJSON("console-problems.json", reports.ArtifactOther, p)
+	}
 	a.mu.Lock()
 	prompts := slices.Clone(a.prompts)
 	events := map[string]any{}
@@ -176,5 +192,29 @@ func (r *Result) Collect(ctx context.Context) ([]reports.Artifact, error) {
 		writeJSON("events-"+name+".json", reports.ArtifactEvents, events[name])
 	}
 	writeJSON("steps.json", reports.ArtifactOther, steps)
+	if rc, ok := env.Stub.(Recorder); ok {
+		man := r.recording(steps)
+		for _, t := range env.Targets {
+			if t.StubToken == "" {
+				continue
+			}
+			prefix := ""
+			if multi {
+				prefix = t.Role + "-"
+			}
+			doc, _, err := rc.Recording(ctx, t.StubToken)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			write(ScriptFile(prefix), reports.ArtifactOther, doc)
+			man.Scripts[t.Role] = ScriptFile(prefix)
+		}
+		if b, err := yaml.Marshal(man); err == nil {
+			write(RecordingFile, reports.ArtifactOther, b)
+		} else {
+			errs = append(errs, err)
+		}
+	}
 	return arts, errors.Join(errs...)
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentoslab/agentlab/lab/consoleui"
 	"github.com/agentoslab/agentlab/lab/scenario"
 )
 
@@ -33,7 +34,10 @@ type Card struct {
 	// alone); Accepted says whether the runtime took it.
 	AnsweredWith string `json:"answeredWith,omitempty"`
 	AnsweredBy   string `json:"answeredBy,omitempty"`
-	Accepted     bool   `json:"accepted,omitempty"`
+	// Via is how the answer was given: admin (ctl) or ui (the owner's
+	// console, tapped in a browser).
+	Via      string `json:"via,omitempty"`
+	Accepted bool   `json:"accepted,omitempty"`
 	// Pending says whether the card was pending at the last look.
 	Pending bool `json:"pending"`
 }
@@ -76,6 +80,9 @@ type rule struct {
 // consent driver.
 type recorder struct {
 	t *Target
+	// ui, when set, answers through the owner's console (the ui driver)
+	// instead of ctl.
+	ui func(ctx context.Context, id, choice string) (bool, error)
 
 	pollMu sync.Mutex // one poll at a time
 
@@ -99,6 +106,11 @@ func (a *attempt) recorderOf(_ context.Context, t *Target) *recorder {
 	r := a.consent[t.Role]
 	if r == nil {
 		r = &recorder{t: t, byID: map[string]*Card{}, interval: DefaultPollInterval}
+		if a.consentDriver() == scenario.DriverUI {
+			r.ui = func(ctx context.Context, id, choice string) (bool, error) {
+				return a.tapUI(ctx, t, consoleui.KindConsent, id, choice)
+			}
+		}
 		a.consent[t.Role] = r
 	}
 	return r
@@ -262,6 +274,17 @@ func (r *recorder) poll(ctx context.Context) error {
 }
 
 func (r *recorder) respond(ctx context.Context, id, choice string) (bool, error) {
+	r.mu.Lock()
+	if c := r.byID[id]; c != nil {
+		c.Via = scenario.DriverAdmin
+		if r.ui != nil {
+			c.Via = scenario.DriverUI
+		}
+	}
+	r.mu.Unlock()
+	if r.ui != nil {
+		return r.ui(ctx, id, choice)
+	}
 	var res struct {
 		Accepted bool `json:"accepted"`
 	}

@@ -80,6 +80,11 @@ type Env struct {
 	// Logger gets step progress (kinds, durations, outcomes; never
 	// prompts, arguments or results). Nil discards.
 	Logger *slog.Logger
+	// ConsentDriver, when set, replaces every scenario's consent_driver
+	// (admin or ui); Chromium is the browser of the ui driver ("" finds
+	// one).
+	ConsentDriver string
+	Chromium      string
 	// Timer lets the time of timed waits (wait: {for: D}) pass; nil
 	// advances the runtime's virtual clock when it has one and really
 	// waits when it has not.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/devices"
+	"github.com/agentoslab/agentlab/lab/consoleui"
 	"github.com/agentoslab/agentlab/lab/runtimectl"
 	"github.com/agentoslab/agentlab/lab/scenario"
 	"github.com/agentoslab/agentlab/runtime/apps/launcher"
@@ -279,6 +280,18 @@ func (a *attempt) callers(ctx context.Context, t *Target, c *scenario.CallersSte
 		verdict := "deny"
 		if c.Answer.Allow {
 			verdict = "allow"
+		}
+		if a.consentDriver() == scenario.DriverUI {
+			choice := "DENY"
+			if c.Answer.Allow {
+				choice = "ALLOW"
+			}
+			accepted, err := a.tapUI(ctx, t, consoleui.KindAuth, id, choice)
+			if err != nil {
+				return nil, err
+			}
+			// The shape of ctl's answer, so that checks read either.
+			return map[string]any{"accepted": accepted}, nil
 		}
 		return ctlJSON(ctx, t, "callers", "answer", id, verdict)
 	}

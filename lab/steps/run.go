@@ -48,6 +48,13 @@ type attempt struct {
 	snapshot map[string]any
 	// clocks says per role whether the runtime's clock is virtual.
 	clocks map[string]bool
+
+	// uiMu guards the ui consent driver's browsers (one per role) and the
+	// cards they answered; it is held across a tap.
+	uiMu   sync.Mutex
+	hands  map[string]*hand
+	shots  []shot
+	uiSeen map[string]any // per role: console errors, outside requests
 }
 
 type bgStep struct {
@@ -69,6 +76,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, env *Env) *Result {
 		saved: map[string]any{}, recIndex: map[string]int{}, recorded: map[string]reports.Check{},
 		bg: map[string]*bgStep{}, dumps: map[string]bool{}, acp: map[string]*acpConn{}, consent: map[string]*recorder{},
 		offsets: map[string]map[string]int64{}, snapshot: map[string]any{}, clocks: map[string]bool{},
+		hands: map[string]*hand{}, uiSeen: map[string]any{},
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -223,6 +231,7 @@ func (a *attempt) close() {
 	for _, c := range a.acp {
 		c.close()
 	}
+	a.closeHands()
 }
 
 func (a *attempt) target(role string) *Target {

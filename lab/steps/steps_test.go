@@ -16,6 +16,9 @@ import (
 	"github.com/agentoslab/agentlab/lab/modelstub"
 	"github.com/agentoslab/agentlab/reports"
 	"github.com/agentoslab/agentlab/runtime/errcode"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
 )
 
 const notesPkg = "org.agentos.sample.notes"
@@ -569,4 +572,53 @@ func TestModelRequestsOnLiveModel(t *testing.T) {
 			})
 		})
 	}
+}
+
+// recordingStub is a stub that records, as a record run's does.
+type recordingStub struct {
+	fakeStub
+	script string
+}
+
+func (s *recordingStub) Recording(_ context.Context, token string) ([]byte, bool, error) {
+	return []byte(s.script), true, nil
+}
+
+// TestCollectRecording: with a recording stub every attempt keeps the
+// device's model script and the manifest replay reads — the scenario
+// file, the verdict and the steps that ran. Without one, neither.
+func TestCollectRecording(t *testing.T) {
+	rt := newRuntime()
+	e, _ := env(t, rt, nil)
+	rec := &recordingStub{script: "steps:\n  - text: hi\n"}
+	e.Stub = rec
+	s := parse(t, "name: t\nsteps:\n  - run: {shell: 'true'}\n")
+	r := Run(context.Background(), s, e)
+	arts, err := r.Collect(context.Background())
+	require.NoError(t, err)
+	dir := filepath.Join(e.RunDir, "artifacts/x/attempt-1")
+	b, err := os.ReadFile(filepath.Join(dir, ScriptFile("")))
+	require.NoError(t, err)
+	assert.Equal(t, rec.script, string(b))
+	b, err = os.ReadFile(filepath.Join(dir, RecordingFile))
+	require.NoError(t, err)
+	var man Recording
+	require.NoError(t, yaml.Unmarshal(b, &man))
+	assert.Equal(t, "t", man.Scenario)
+	assert.Equal(t, "test.yaml", man.File)
+	assert.Equal(t, "pass", man.Verdict)
+	assert.Equal(t, map[string]string{"device1": ScriptFile("")}, man.Scripts)
+	require.Len(t, man.Steps, 1)
+	assert.Equal(t, "run", man.Steps[0].Kind)
+	names := map[string]bool{}
+	for _, a := range arts {
+		names[filepath.Base(a.Path)] = true
+	}
+	assert.True(t, names[RecordingFile] && names[ScriptFile("")], "both are listed as artifacts")
+
+	e, _ = env(t, rt, nil)
+	r = Run(context.Background(), s, e)
+	_, err = r.Collect(context.Background())
+	require.NoError(t, err)
+	assert.NoFileExists(t, filepath.Join(e.RunDir, "artifacts/x/attempt-1", RecordingFile))
 }

@@ -78,7 +78,7 @@ func (rc *rawConn) newSession(b *testing.B) string {
 
 // BenchmarkPromptFirstChunk measures the runtime's overhead from a
 // session/prompt arriving to its first agent_message_chunk being written,
-// with a model that streams at once (target p50 < 2 ms). Each session
+// with a model that streams at once (target p50 < 0.6 ms). Each session
 // takes 50 prompts, so the rebuilt conversation grows as in real use.
 func BenchmarkPromptFirstChunk(b *testing.B) {
 	h := newHarness(b, harnessOpts{})

@@ -316,3 +316,29 @@ func clip(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// Invoke calls method for peer in process, exactly as a call on the
+// socket from that peer would be served: the same method table, peer
+// classes, permission check, timeout and result limit. The owner's other
+// surfaces (the web console) call the admin API this way, so that every
+// owner action has one implementation. params is marshalled as JSON (nil
+// is no params); a peer that is not an owner is forbidden.
+func (s *Server) Invoke(ctx context.Context, peer transport.Cred, method string, params any) (json.RawMessage, error) {
+	class := s.classOf(peer.UID)
+	if class == 0 {
+		return nil, errcode.New(errcode.Forbidden, "the admin API is for the owner only")
+	}
+	var raw json.RawMessage
+	if params != nil {
+		b, err := json.Marshal(params)
+		if err != nil {
+			return nil, errcode.Wrap(errcode.InvalidParams, "params could not be encoded", err)
+		}
+		raw = b
+	}
+	res, err := s.call(ctx, peer, class, method, raw)
+	if err != nil {
+		return nil, err
+	}
+	return res.(json.RawMessage), nil
+}

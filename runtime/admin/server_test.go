@@ -17,10 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
+	"github.com/stretchr/testify/require"
+
 	"github.com/agentoslab/agentlab/runtime/apps/apptest"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/transport"
-	"github.com/stretchr/testify/require"
 )
 
 // The test binary doubles as a peer process run under other uids.
@@ -405,7 +407,7 @@ func TestCloseStopsServing(t *testing.T) {
 // TestAdmissionByPeerUID runs real processes under other uids: an app uid
 // is closed without a byte; the shell uid and the runtime's uid are served.
 func TestAdmissionByPeerUID(t *testing.T) {
-	apptest.NeedRoot(t)
+	testenv.NeedRoot(t)
 	const runtimeUID, appUID = 10099, 10123
 	_, names := startServer(t, &Options{RuntimeUID: runtimeUID})
 	bin := apptest.Stage(t, "")
@@ -447,6 +449,36 @@ func TestAdmissionByPeerUID(t *testing.T) {
 			if !strings.Contains(got.Reply, fmt.Sprintf(`"uid":%d`, tt.uid)) || !strings.Contains(got.Reply, `"class":"`+tt.wantClass+`"`) {
 				t.Fatalf("reply %q", got.Reply)
 			}
+		})
+	}
+}
+
+// TestInvokeAsThePeer: an in-process call (the web console) gets the
+// same classes and permission checks as a call on the socket.
+func TestInvokeAsThePeer(t *testing.T) {
+	s := NewServer(&Options{Methods: testMethods(), RuntimeUID: 10099})
+	tests := []struct {
+		name   string
+		uid    int
+		method string
+		want   string
+		code   errcode.Code
+	}{
+		{"shell echo", ShellUID, "echo", `{"class":"shell","text":"x","uid":2000}`, ""},
+		{"runtime echo", 10099, "echo", `{"class":"runtime","text":"x","uid":10099}`, ""},
+		{"app uid", 10123, "echo", "", errcode.Forbidden},
+		{"root on a shell-only method", RootUID, "only.shell", "", errcode.Forbidden},
+		{"unknown method", ShellUID, "nope", "", errcode.Unsupported},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw, err := s.Invoke(context.Background(), transport.Cred{UID: tt.uid}, tt.method, map[string]string{"text": "x"})
+			if tt.code != "" {
+				require.ErrorIs(t, err, tt.code)
+				return
+			}
+			require.NoError(t, err)
+			require.JSONEq(t, tt.want, string(raw))
 		})
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/agentoslab/agentlab/runtime/apps/apptest"
+	"github.com/agentoslab/agentlab/internal/testenv"
 )
 
 // appSource is a bundle source for pkg at versionCode with extra app.json
@@ -51,7 +51,7 @@ type installEnv struct {
 
 func newInstallEnv(t *testing.T, opts *InstallerOptions) *installEnv {
 	t.Helper()
-	apptest.NeedRoot(t)
+	testenv.NeedRoot(t)
 	tmp := t.TempDir()
 	e := &installEnv{t: t, dir: filepath.Join(tmp, "apps"), tmp: tmp}
 	if opts != nil {
@@ -278,7 +278,7 @@ func TestInstallRefusesBadBundles(t *testing.T) {
 }
 
 func TestUIDAllocation(t *testing.T) {
-	apptest.NeedRoot(t)
+	testenv.NeedRoot(t)
 	tmp := t.TempDir()
 	plist := filepath.Join(tmp, "packages.list")
 	os.WriteFile(plist, []byte("com.android.a 10100 0 /data/user/0/com.android.a default:targetSdkVersion=35 3003\n"+
@@ -444,7 +444,7 @@ func TestOrphanCodeCleanedAtOpen(t *testing.T) {
 }
 
 func TestInstallerRefusesForeignDir(t *testing.T) {
-	apptest.NeedRoot(t)
+	testenv.NeedRoot(t)
 	dir := t.TempDir()
 	os.Chown(dir, 10150, 10150)
 	if _, err := OpenInstaller(dir, nil); err == nil || !strings.Contains(err.Error(), "owned by root") {

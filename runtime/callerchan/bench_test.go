@@ -39,11 +39,12 @@ func report(b *testing.B, name string, ds []time.Duration) {
 
 // BenchmarkConnectToFirstPrompt: an allowed app connects (channel open,
 // initialize), creates a session and sends a prompt, until the prompt's
-// first event arrives (it was admitted and queued). Target < 20 ms.
+// first event arrives (it was admitted and queued). Target < 20 ms;
+// prompt-to-first-event is the prompt's part of it (target p50 < 0.6 ms).
 func BenchmarkConnectToFirstPrompt(b *testing.B) {
 	rt, _ := benchRuntime(b)
 	ctx := context.Background()
-	var ds []time.Duration
+	var ds, prompt []time.Duration
 	for b.Loop() {
 		start := time.Now()
 		c, err := acpclient.Connect(ctx, &acpclient.Options{SocketName: rt.names.Caller()})
@@ -54,27 +55,33 @@ func BenchmarkConnectToFirstPrompt(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		sent := time.Now()
+		first := true
 		for ev, err := range s.Prompt(ctx, "bench", acpclient.PromptOptions{}) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, ok := ev.(acpclient.Text); ok {
+			if _, ok := ev.(acpclient.Text); ok && first {
+				first = false
 				ds = append(ds, time.Since(start))
+				prompt = append(prompt, time.Since(sent))
 			}
 		}
 		c.Close()
 	}
 	report(b, "connect-to-first-event", ds)
+	report(b, "prompt-to-first-event", prompt)
 }
 
 // BenchmarkRevokeCancelsTasks: an app has a running task whose channel is
 // open; the owner revokes it; measured until the engine shows no task of
-// the app. Target < 1 s (upstream measured 15 s).
+// the app (target p50 < 5 ms; upstream measured 15 s), and until Set
+// returns with the decision on disk (set-returned).
 func BenchmarkRevokeCancelsTasks(b *testing.B) {
 	rt, a := benchRuntime(b)
 	ctx := context.Background()
 	owner := "uid:" + strconv.Itoa(a.UID)
-	var ds []time.Duration
+	var ds, returned []time.Duration
 	for b.Loop() {
 		rt.reg.Set(ctx, a.Package, callers.StateAllowed)
 		c, err := acpclient.Connect(ctx, &acpclient.Options{SocketName: rt.names.Caller()})
@@ -95,15 +102,19 @@ func BenchmarkRevokeCancelsTasks(b *testing.B) {
 			return rt.eng.Usage(owner).Running == 1
 		}, 5*time.Second, 5*time.Millisecond, "task not running")
 		start := time.Now()
-		if err := rt.reg.Set(ctx, a.Package, callers.StateDenied); err != nil {
-			b.Fatal(err)
-		}
+		set := make(chan error, 1)
+		go func() { set <- rt.reg.Set(ctx, a.Package, callers.StateDenied) }()
 		for rt.eng.Usage(owner).Running+rt.eng.Usage(owner).Queued > 0 {
 			time.Sleep(100 * time.Microsecond)
 		}
 		ds = append(ds, time.Since(start))
+		if err := <-set; err != nil {
+			b.Fatal(err)
+		}
+		returned = append(returned, time.Since(start))
 		<-ended
 		c.Close()
 	}
 	report(b, "revoke-to-cancelled", ds)
+	report(b, "set-returned", returned)
 }

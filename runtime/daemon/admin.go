@@ -9,6 +9,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/bridge"
 	"github.com/agentoslab/agentlab/runtime/callerchan"
 	"github.com/agentoslab/agentlab/runtime/clock/labclock"
+	"github.com/agentoslab/agentlab/runtime/console"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/ext/broker"
 	"github.com/agentoslab/agentlab/runtime/modelconf"
@@ -23,7 +24,7 @@ func CtlVerbs() []admin.Verb {
 	var vs []admin.Verb
 	for _, f := range [][]admin.Verb{
 		admin.Verbs(), modelconf.CtlVerbs(), callerchan.CtlVerbs(), bridge.CtlVerbs(), broker.CtlVerbs(), appadmin.Verbs(),
-		labclock.CtlVerbs(), controller.CtlVerbs(),
+		labclock.CtlVerbs(), controller.CtlVerbs(), console.CtlVerbs(), sessionVerbs(),
 	} {
 		vs = append(vs, f...)
 	}
@@ -36,6 +37,7 @@ const (
 	noExtHost    = "this runtime runs built-in test tools instead of the extension host"
 	noDesktop    = "desktop access is off in this runtime's test mode (serve --allow-own-uid serves ACP uid-gated instead)"
 	fixedModel   = "this run's model was fixed at start (--model, --model-script); it cannot be changed"
+	noConsole    = "this runtime serves no web console (agentosd stdio)"
 	noACI        = "this runtime has no ACI controller: it needs the package table (a supervisor) and the extension host's broker"
 	noLabclock   = "this runtime was started without its clock file (agentosd serve opens it): it runs on the real clock"
 )
@@ -76,6 +78,12 @@ func (s *System) adminMethods() []admin.Method {
 		add(labclock.AdminMethods(s.opts.Labclock))
 	} else {
 		add(unavailable(noLabclock, labclock.AdminMethods(nil)))
+	}
+	add(sessionMethods(s.Store))
+	if s.Console != nil {
+		add(console.AdminMethods(s.Console))
+	} else {
+		add(unavailable(noConsole, console.AdminMethods(nil)))
 	}
 	return ms
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/clock/labclock"
 	"github.com/agentoslab/agentlab/runtime/consent/callers"
+	"github.com/agentoslab/agentlab/runtime/console"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/ext/broker"
 	"github.com/agentoslab/agentlab/runtime/ext/sessionmcp"
@@ -123,6 +125,9 @@ type System struct {
 	Bridge *bridge.Bridge
 	// Admin serves the owner's admin API (@agentos-admin).
 	Admin *admin.Server
+	// Console is the owner's web console (@agentos-console), every action
+	// an admin method call.
+	Console *console.Server
 	// ACP serves @agentos-acp uid-gated instead of Bridge (AllowOwnUID),
 	// started last.
 	ACP *transport.Service
@@ -275,12 +280,21 @@ func (s *System) openDoors(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	if s.Console, err = console.New(&console.Options{Name: o.Names.Console(), Clock: o.Clock, Logger: o.Logger,
+		Admin: console.AdminFunc(func(ctx context.Context, peer transport.Cred, method string, params any) (json.RawMessage, error) {
+			return s.Admin.Invoke(ctx, peer, method, params)
+		})}); err != nil {
+		return err
+	}
 	s.Admin = admin.NewServer(&admin.Options{Name: o.Names.Admin(), Version: o.Version, Logger: o.Logger,
 		Methods: s.adminMethods(), Status: s.statusSections(), Tasks: func() (int, int, bool) {
 			st := s.Engine.Stats()
 			return st.Running, st.Queued, s.Engine.SafeMode()
 		}})
 	if err := s.Admin.Start(ctx); err != nil {
+		return err
+	}
+	if err := s.Console.Start(ctx); err != nil {
 		return err
 	}
 	if o.AllowOwnUID {
@@ -322,6 +336,9 @@ func (s *System) Close(ctx context.Context) error {
 	var errs []error
 	if s.ACP != nil {
 		s.ACP.Close()
+	}
+	if s.Console != nil {
+		s.Console.Close()
 	}
 	if s.Admin != nil {
 		s.Admin.Close()

@@ -20,6 +20,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/bridge"
 	"github.com/agentoslab/agentlab/runtime/callerchan"
 	"github.com/agentoslab/agentlab/runtime/consent/callers"
+	"github.com/agentoslab/agentlab/runtime/console"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/ext/broker"
@@ -52,6 +53,7 @@ func TestSystemNamesEverySubsystem(t *testing.T) {
 		"Bridge":   reflect.TypeFor[*bridge.Bridge](),
 		"ACP":      reflect.TypeFor[*transport.Service](),
 		"Admin":    reflect.TypeFor[*admin.Server](),
+		"Console":  reflect.TypeFor[*console.Server](),
 	}
 	st := reflect.TypeFor[System]()
 	var exported []string
@@ -80,7 +82,7 @@ func TestWholeAdminTable(t *testing.T) {
 	for _, m := range ms {
 		byName[m.Name] = m
 	}
-	for _, group := range []string{"app.", "callers.", "consent.", "desktop.", "ext.", "model.", "plugins."} {
+	for _, group := range []string{"app.", "callers.", "consent.", "desktop.", "ext.", "model.", "plugins.", "console.", "sessions."} {
 		assert.True(t, slices.ContainsFunc(ms, func(m admin.Method) bool { return strings.HasPrefix(m.Name, group) }), "no %s* method", group)
 	}
 	verbs := CtlVerbs()

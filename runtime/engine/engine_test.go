@@ -904,3 +904,26 @@ func TestToolCallCarriesDisplay(t *testing.T) {
 		assert.NotContains(t, string(b), "Big", "the display never reaches the model")
 	}
 }
+
+// TestFollowAfterDeleteFails: Follow answers from memory for a session the
+// engine holds; a deleted session must not be followed from there.
+func TestFollowAfterDeleteFails(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	id := h.session(desktop, nil)
+	_, err := h.run(desktop, id, "x")
+	require.NoError(t, err)
+	held, err := h.e.Follow(ctx, id, 0) // the session is now in memory
+	require.NoError(t, err)
+	held.Close()
+	require.NoError(t, h.e.DeleteSession(ctx, desktop, id))
+	f, err := h.e.Follow(ctx, id, 0)
+	if f != nil {
+		f.Close()
+	}
+	require.Error(t, err, "a deleted session is not followed")
+	// An unknown session is refused as before.
+	_, err = h.e.Follow(ctx, "ses_unknown", 0)
+	require.Error(t, err)
+}

@@ -93,6 +93,16 @@ type Follower struct {
 // Follow returns a Follower positioned after seq (0: from the start). The
 // caller has checked that the session may be read.
 func (e *Engine) Follow(ctx context.Context, sessionID string, after int64) (*Follower, error) {
+	// A session in memory exists: a deleted one is dropped from memory
+	// as its row goes. Following the prompt just submitted (every ACP
+	// prompt) then costs no store read.
+	e.mu.Lock()
+	if s := e.sessions[sessionID]; s != nil && !s.gone {
+		s = e.acquireLocked(s.id, s.owner)
+		e.mu.Unlock()
+		return &Follower{e: e, s: s, after: after}, nil
+	}
+	e.mu.Unlock()
 	row, err := e.store.Session(ctx, sessionID)
 	if err != nil {
 		return nil, e.storeErr(err)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
+
 	"github.com/agentoslab/agentlab/runtime/apps/apptest"
 )
 
@@ -59,7 +61,7 @@ func runAs(t *testing.T, uid int, bin string, args ...string) cmdResult {
 // owner packs, installs, runs, upgrades and uninstalls an app with
 // `agentosd app …` and `agentosd ctl …`; other uids are refused.
 func TestAgentosdEndToEnd(t *testing.T) {
-	apptest.NeedRoot(t)
+	testenv.NeedRoot(t)
 	if testing.Short() {
 		t.Skip("builds agentosd; skipped with -short")
 	}

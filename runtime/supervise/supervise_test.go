@@ -163,7 +163,7 @@ type harness struct {
 // start runs a supervisor over a fake runtime that follows plan.
 func start(t *testing.T, plan []string, mod func(*Options)) *harness {
 	t.Helper()
-	apptest.NeedRoot(t)
+	testenv.NeedRoot(t)
 	open := apptest.OpenDir(t)
 	bin := apptest.Stage(t, "")
 	h := &harness{t: t, root: filepath.Join(open, "root"), record: filepath.Join(open, "record"), modDir: filepath.Join(open, "module"), seen: make(chan Status, 1000)}
@@ -294,7 +294,7 @@ func TestRuntimeRunsAsItsUID(t *testing.T) {
 // runtime as its uid → launcher → app as its own uid, and the runtime
 // checks the app's listener uid.
 func TestRuntimeLaunchesApp(t *testing.T) {
-	apptest.NeedRoot(t)
+	testenv.NeedRoot(t)
 	open := apptest.OpenDir(t)
 	out, err := exec.Command("go", "build", "-o", filepath.Join(open, "testapp"), "github.com/agentoslab/agentlab/runtime/apps/internal/testapp").CombinedOutput()
 	if err != nil {
@@ -329,7 +329,7 @@ func TestRuntimeLaunchesApp(t *testing.T) {
 }
 
 func TestRuntimeUIDChangeChownsData(t *testing.T) {
-	apptest.NeedRoot(t)
+	testenv.NeedRoot(t)
 	var root string
 	h := start(t, []string{"run"}, func(o *Options) {
 		root = o.Root
@@ -610,7 +610,7 @@ func TestWaitsForBoot(t *testing.T) {
 }
 
 func TestRuntimeUIDOfAnAndroidPackageRefused(t *testing.T) {
-	apptest.NeedRoot(t)
+	testenv.NeedRoot(t)
 	open := apptest.OpenDir(t)
 	plist := filepath.Join(open, "packages.list")
 	os.WriteFile(plist, []byte(fmt.Sprintf("com.example.app %d 0 /data/user/0/com.example.app default 3003\n", testRuntimeUID)), 0o644)

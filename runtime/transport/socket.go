@@ -193,6 +193,10 @@ func (n Names) Caller() string { return n.name("agentos-caller") }
 // Admin is the owner-only control API.
 func (n Names) Admin() string { return n.name("agentos-admin") }
 
+// Console is the owner's web console (HTTP; uid 0, 2000 and the
+// runtime's uid), reached by adb forward.
+func (n Names) Console() string { return n.name("agentos-console") }
+
 // Ext is the private socket between serve and the extension host.
 func (n Names) Ext() string { return n.name("agentos-ext") }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -28,7 +30,7 @@ func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
 // by the launcher as its own uid on "@aci.<package>.browser", and called
 // over ACI by a client that checks that uid — the path the runtime takes.
 func TestBundleServesACIAsTheAppUID(t *testing.T) {
-	apptest.NeedRoot(t)
+	testenv.NeedRoot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	set, err := appbundle.New(apptest.OpenDir(t), nil)

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
+
 	"github.com/agentoslab/agentlab/runtime/apps/apptest"
 	"github.com/agentoslab/agentlab/runtime/transport"
 	"github.com/stretchr/testify/require"
@@ -70,7 +72,7 @@ var deviceSeq atomic.Int32
 // the owner. Everything stops when the test ends.
 func startDevice(t *testing.T) *device {
 	t.Helper()
-	apptest.NeedRoot(t)
+	testenv.NeedRoot(t)
 	if testing.Short() {
 		t.Skip("builds and runs the runtime and the sample apps; skipped with -short")
 	}

@@ -18,6 +18,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
+
 	"github.com/agentoslab/agentlab/runtime/admin"
 	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/apps/apptest"
@@ -113,7 +115,7 @@ type appsEnv struct {
 // with the package table and the launcher client.
 func startAppsEnv(t *testing.T) *appsEnv {
 	t.Helper()
-	apptest.NeedRoot(t)
+	testenv.NeedRoot(t)
 	root := apptest.OpenDir(t)
 	names := testNames(t)
 	in, err := apps.OpenInstaller(filepath.Join(root, "apps"), &apps.InstallerOptions{
@@ -264,7 +266,7 @@ func TestAppMethodsPermissions(t *testing.T) {
 }
 
 func TestAppMethodsWithoutSupervisor(t *testing.T) {
-	apptest.NeedRoot(t)
+	testenv.NeedRoot(t)
 	names := testNames(t)
 	dir := t.TempDir()
 	in, err := apps.OpenInstaller(filepath.Join(dir, "apps"), nil)

@@ -1,7 +1,7 @@
 // Package apptest helps tests run real processes under other uids (app
 // uids, the shell uid, the runtime's uid): it stages an executable where
 // those uids can run it and builds commands with their credentials.
-// Tests that use it need root and skip without it.
+// Tests that use it need root (testenv.NeedRoot).
 package apptest
 
 import (
@@ -12,14 +12,6 @@ import (
 	"syscall"
 	"testing"
 )
-
-// NeedRoot skips the test unless it runs as root on Linux.
-func NeedRoot(t testing.TB) {
-	t.Helper()
-	if os.Getuid() != 0 {
-		t.Skip("needs root: runs processes under other uids (run the tests as root)")
-	}
-}
 
 // OpenDir returns a fresh temporary directory that every uid can enter
 // and read (mode 0755 up its temporary parents), removed after the test.

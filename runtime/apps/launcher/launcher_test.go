@@ -20,6 +20,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
+
 	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/apps/apptest"
 	"github.com/agentoslab/agentlab/runtime/errcode"
@@ -96,7 +98,7 @@ type env struct {
 // app uids) and starts a launcher whose runtime uid is root (the test).
 func newEnv(t testing.TB, mod func(*Options)) *env {
 	t.Helper()
-	apptest.NeedRoot(t)
+	testenv.NeedRoot(t)
 	var b [4]byte
 	rand.Read(b[:])
 	names := transport.Names{Prefix: "l" + hex.EncodeToString(b[:]) + "-"}

@@ -145,50 +145,85 @@ func loadFile(dir string, maxEntries int) (recs []Record, note string, err error
 	return recs, note + "; restored from backup", nil
 }
 
-// writeFile replaces the registry atomically: the current file (if it
-// parses) becomes the backup, the new content goes to a temp file that is
-// synced and renamed over callers.json.
+// writeFile replaces the registry atomically: the new content goes to a
+// temp file that is synced, the current file (if it parses) is
+// hard-linked as the backup, and the temp file is renamed over
+// callers.json; one directory sync makes both renames durable. The
+// backup is the old file's own inode, already synced when it was
+// written, so it costs no data write (this runs on every owner
+// decision, and each sync is milliseconds on a busy disk).
 func writeFile(dir string, recs []Record) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("callers: save: %w", err)
 	}
 	main := filepath.Join(dir, FileName)
+	tmp, err := writeTemp(main, encodeFile(recs))
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
 	if cur, err := os.ReadFile(main); err == nil {
 		if _, perr := ParseFile(cur, 1<<30); perr == nil {
-			if err := writeAtomic(filepath.Join(dir, backupName), cur); err != nil {
+			if err := linkBackup(main, filepath.Join(dir, backupName), cur); err != nil {
 				return err
 			}
 		}
 	}
-	return writeAtomic(main, encodeFile(recs))
+	if err := os.Rename(tmp, main); err != nil {
+		return fmt.Errorf("callers: save: %w", err)
+	}
+	return syncDir(dir)
 }
 
-func writeAtomic(path string, data []byte) error {
+// linkBackup makes bak the current main file: a hard link renamed into
+// place, or a synced copy of cur where links are not supported.
+func linkBackup(main, bak string, cur []byte) error {
+	linkTmp := bak + ".link.tmp"
+	os.Remove(linkTmp)
+	if err := os.Link(main, linkTmp); err != nil {
+		tmp, err := writeTemp(bak, cur)
+		if err != nil {
+			return err
+		}
+		linkTmp = tmp
+	}
+	defer os.Remove(linkTmp)
+	if err := os.Rename(linkTmp, bak); err != nil {
+		return fmt.Errorf("callers: save: backup: %w", err)
+	}
+	return nil
+}
+
+// writeTemp writes data to a synced temporary file next to path and
+// returns its name.
+func writeTemp(path string, data []byte) (string, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return fmt.Errorf("callers: save: %w", err)
+		return "", fmt.Errorf("callers: save: %w", err)
 	}
 	tmp := f.Name()
-	defer os.Remove(tmp)
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("callers: save: %w", err)
+	err = f.Chmod(0o600)
+	if err == nil {
+		_, err = f.Write(data)
 	}
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return fmt.Errorf("callers: save: %w", err)
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("callers: save: %w", err)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("callers: save: %w", err)
+	if err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("callers: save: %w", err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("callers: save: %w", err)
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
+	return tmp, nil
+}
+
+// syncDir makes the renames in dir durable. Best effort, as before:
+// some filesystems refuse to sync a directory, and the file data is
+// already synced.
+func syncDir(dir string) error {
+	if d, err := os.Open(dir); err == nil {
 		d.Sync()
 		d.Close()
 	}

@@ -553,11 +553,16 @@ func (r *Registry) Set(ctx context.Context, pkg string, s State) error {
 	}
 	r.mu.Unlock()
 	r.log.Info("callers: owner decision", "package", pkg, "state", string(s))
-	saveErr := r.save()
-	if s != StateAllowed {
-		r.revoke(ctx, pkg, now, revoke, uids)
+	if s == StateAllowed {
+		return r.save()
 	}
-	return saveErr
+	// The decision already holds in memory (new opens are refused), so
+	// the app's channels and tasks stop while the file is synced rather
+	// than after; Set still returns only once both are done.
+	saved := make(chan error, 1)
+	go func() { saved <- r.save() }()
+	r.revoke(ctx, pkg, now, revoke, uids)
+	return <-saved
 }
 
 // revoke closes channels and cancels the tasks of every uid.

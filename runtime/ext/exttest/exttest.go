@@ -29,6 +29,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
+
 	"github.com/agentoslab/agentlab/runtime/admin"
 	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/apps/appadmin"
@@ -86,7 +88,7 @@ var prefixSeq atomic.Int64
 // New starts a stack; everything stops when the test ends.
 func New(t testing.TB, o Options) *Harness {
 	t.Helper()
-	apptest.NeedRoot(t)
+	testenv.NeedRoot(t)
 	root := apptest.OpenDir(t)
 	h := &Harness{
 		Root:    root,

@@ -186,7 +186,7 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		msg, err := jsonrpc.DecodeMessage(line)
+		msg, err := decodeMessage(line)
 		if err != nil {
 			c.dropped.Add(1)
 			if c.serving {

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/internal/testenv"
+
 	"github.com/agentoslab/agentlab/internal/syncbuf"
 	"github.com/agentoslab/agentlab/runtime/admin"
 	"github.com/agentoslab/agentlab/runtime/apps"
@@ -110,7 +112,7 @@ const extFlags = "--idle-timeout 3s"
 
 func newStack(t testing.TB) *stack {
 	t.Helper()
-	apptest.NeedRoot(t)
+	testenv.NeedRoot(t)
 	n := int(stackSeq.Add(1))
 	s := &stack{
 		t:          t,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,23 +94,6 @@ func imageContext(t *testing.T) string {
 	return dir
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	for range 20 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		if p < 5554 || p > 5585 {
-			return p
-		}
-	}
-	t.Fatal("no free port")
-	return 0
-}
-
 // TestVirtualDeviceContainer runs the virtual device as a container
 // through the container provider against a real Docker engine: built
 // FROM scratch, host networking so adb traffic stays on loopback,
@@ -128,7 +110,7 @@ func TestVirtualDeviceContainer(t *testing.T) {
 	}
 	defer as.Close()
 	srv := adb.NewServer(as.Addr(), nil)
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	runID := emulator.NewRunID()
 	tag := strings.ToLower(runID)
 	p, err := emulator.NewContainerProvider(&emulator.ContainerOptions{

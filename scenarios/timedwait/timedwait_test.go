@@ -1,4 +1,4 @@
-package scenarios
+package timedwait_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/agentoslab/agentlab/scenarios/internal/labtest"
 
 	"github.com/agentoslab/agentlab/reports"
 
@@ -38,7 +40,7 @@ checks:
 func TestTimedWaitVirtualAndRelease(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	agentlab, repo, _ := labBinary(t, ctx, "runs a scenario on a virtual device with each runtime")
+	agentlab, repo, _ := labtest.Agentlab(t, ctx, "runs a scenario on a virtual device with each runtime")
 	tmp := filepath.Dir(agentlab)
 
 	for _, tc := range []struct {
@@ -65,13 +67,13 @@ func TestTimedWaitVirtualAndRelease(t *testing.T) {
 			cmd := exec.CommandContext(ctx, agentlab, "run", "--config", cfg)
 			cmd.Dir = repo
 			b, err := cmd.CombinedOutput()
-			require.NoError(t, err, "agentlab run\n%s", tailLines(string(b), 40))
+			require.NoError(t, err, "agentlab run\n%s", labtest.TailLines(string(b), 40))
 			run, err := reports.Load(filepath.Join(out, "results.json"))
 			require.NoError(t, err)
 			require.Len(t, run.Scenarios, 1)
 			sc := run.Scenarios[0]
 			require.Equal(t, "lab/timed-wait", sc.Name)
-			require.Equal(t, reports.Verdict("pass"), sc.Verdict, "%s", tailLines(string(b), 40))
+			require.Equal(t, reports.Verdict("pass"), sc.Verdict, "%s", labtest.TailLines(string(b), 40))
 
 			// The step's own record: how long it took in the lab's time.
 			step := waitStep(t, out)
