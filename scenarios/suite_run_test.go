@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/scenarios/internal/labtest"
+
 	"github.com/agentoslab/agentlab/reports"
 )
 
@@ -43,7 +45,7 @@ scenarios: [%[2]s]
 func TestWholeSuite(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	agentlab, repo, _ := labBinary(t, ctx, "runs the whole suite on two virtual devices")
+	agentlab, repo, _ := labtest.Agentlab(t, ctx, "runs the whole suite on two virtual devices")
 	tmp := filepath.Dir(agentlab)
 	cfg := filepath.Join(tmp, "lab.yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, suiteYAML, tmp, filepath.Join(repo, "scenarios")), 0o644); err != nil {
@@ -60,7 +62,7 @@ func TestWholeSuite(t *testing.T) {
 		t.Fatalf("agentlab run: %v\n%s", err, b)
 	}
 	if err != nil {
-		t.Errorf("agentlab run exited %d, want 0\n%s", ee.ExitCode(), tailLines(string(b), 60))
+		t.Errorf("agentlab run exited %d, want 0\n%s", ee.ExitCode(), labtest.TailLines(string(b), 60))
 	}
 	t.Logf("whole suite on two virtual devices: %s", wall.Round(time.Second))
 
@@ -110,10 +112,4 @@ func TestWholeSuite(t *testing.T) {
 	for name := range want {
 		t.Errorf("%s is in the suite but not in the results", name)
 	}
-}
-
-// tailLines returns the last n lines of s.
-func tailLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

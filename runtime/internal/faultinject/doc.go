@@ -1,6 +1,6 @@
 // Package faultinject breaks named runtime rules on purpose, so the lab
 // can show that the scenarios guarding a rule fail when the rule is
-// broken (agentlab mutate and its kill matrix, scenarios/faultinject_test.go).
+// broken (agentlab mutate and its kill matrix, scenarios/killmatrix).
 //
 // It exists only in builds with the agentos_faultinject build tag. In
 // every other build Enabled is the constant false, so each call site,

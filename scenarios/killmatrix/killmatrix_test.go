@@ -1,4 +1,4 @@
-package scenarios
+package killmatrix_test
 
 import (
 	"context"
@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentoslab/agentlab/scenarios/internal/labtest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentoslab/agentlab/internal/testenv"
 	"github.com/agentoslab/agentlab/reports"
 	"github.com/agentoslab/agentlab/runtime/faults"
 )
@@ -78,7 +79,7 @@ var survivors = map[string]string{}
 func TestKillMatrix(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	agentlab, repo, _ := labBinary(t, ctx, "runs agentlab mutate --guards on a virtual device (about 4 minutes)")
+	agentlab, repo, _ := labtest.Agentlab(t, ctx, "runs agentlab mutate --guards on a virtual device (about 4 minutes)")
 	tmp := filepath.Dir(agentlab)
 	cfg := filepath.Join(tmp, "lab.yaml")
 	require.NoError(t, os.WriteFile(cfg, fmt.Appendf(nil, mutateYAML, tmp, filepath.Join(repo, "scenarios")), 0o644))
@@ -91,12 +92,12 @@ func TestKillMatrix(t *testing.T) {
 	stdout, err := cmd.Output()
 	var ee *exec.ExitError
 	if err != nil && (!errors.As(err, &ee) || ee.ExitCode() != 1) {
-		t.Fatalf("agentlab mutate: %v\n%s", err, tailLines(stderr.String(), 60))
+		t.Fatalf("agentlab mutate: %v\n%s", err, labtest.TailLines(stderr.String(), 60))
 	}
 	t.Logf("agentlab mutate --guards, %d faults: %s", len(faults.All), time.Since(start).Round(time.Second))
 
 	var m reports.KillMatrix
-	require.NoError(t, json.Unmarshal(stdout, &m), "mutate --json prints the matrix\n%s", tailLines(stderr.String(), 40))
+	require.NoError(t, json.Unmarshal(stdout, &m), "mutate --json prints the matrix\n%s", labtest.TailLines(stderr.String(), 40))
 	out := filepath.Join(tmp, "out")
 	onDisk, err := os.ReadFile(filepath.Join(out, reports.KillMatrixFile))
 	require.NoError(t, err)
@@ -133,28 +134,4 @@ func TestKillMatrix(t *testing.T) {
 		// Exit 1 is a survivor: only the listed ones may survive.
 		assert.Equal(t, len(survivors), m.Survived, "agentlab mutate exited 1")
 	}
-}
-
-// labBinary skips unless this machine can run virtual devices (root,
-// adb) and the test is not -short (what names why it is long), and
-// builds agentlab into a temporary directory of its own. It returns the
-// binary, the repository root and adb's path.
-func labBinary(t *testing.T, ctx context.Context, what string) (agentlab, repo, adb string) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip(what + "; skipped with -short")
-	}
-	testenv.NeedRoot(t)
-	adb = testenv.NeedADB(t)
-	var err error
-	if repo, err = filepath.Abs(".."); err != nil {
-		t.Fatal(err)
-	}
-	agentlab = filepath.Join(t.TempDir(), "agentlab")
-	build := exec.CommandContext(ctx, "go", "build", "-o", agentlab, "./lab/cmd/agentlab")
-	build.Dir = repo
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
-	}
-	return agentlab, repo, adb
 }
