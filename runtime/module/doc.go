@@ -14,6 +14,7 @@
 //	                  ABI, ≥ 300 MB free on /data; writes install.prop; sets permissions
 //	service.sh        late_start: MODDIR=${0%/*}; starts "$MODDIR/bin/agentosd supervise"
 //	uninstall.sh      TERM the supervisor, KILL after 6 s, remove its data directory
+//	action.sh         the manager's action button: agentosd supervise leave-safe-mode
 //	bin/agentosd      the binary (its ELF machine must match the ABI)
 //
 // Pack writes the same bytes for the same options and binary: entries

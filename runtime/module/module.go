@@ -155,7 +155,7 @@ func files(opts Options) (map[string][]byte, map[string]os.FileMode, error) {
 		out[name] = b.Bytes()
 		modes[name] = 0o644
 	}
-	for _, exe := range []string{"service.sh", "uninstall.sh", "META-INF/com/google/android/update-binary"} {
+	for _, exe := range []string{"service.sh", "uninstall.sh", "action.sh", "META-INF/com/google/android/update-binary"} {
 		modes[exe] = 0o755
 	}
 	return out, modes, nil
@@ -231,6 +231,7 @@ var scripts = map[string]*template.Template{
 	"customize.sh": template.Must(template.New("customize.sh").Funcs(funcs).Parse(customizeSh)),
 	"service.sh":   template.Must(template.New("service.sh").Funcs(funcs).Parse(serviceSh)),
 	"uninstall.sh": template.Must(template.New("uninstall.sh").Funcs(funcs).Parse(uninstallSh)),
+	"action.sh":    template.Must(template.New("action.sh").Funcs(funcs).Parse(actionSh)),
 	"META-INF/com/google/android/update-binary":  template.Must(template.New("update-binary").Parse(updateBinary)),
 	"META-INF/com/google/android/updater-script": template.Must(template.New("updater-script").Parse("#MAGISK\n")),
 }
@@ -319,6 +320,7 @@ set_perm_recursive "$MODPATH" 0 0 0755 0644
 set_perm "$MODPATH/bin/agentosd" 0 0 0755
 set_perm "$MODPATH/service.sh" 0 0 0755
 set_perm "$MODPATH/uninstall.sh" 0 0 0755
+set_perm "$MODPATH/action.sh" 0 0 0755
 ui_print "- Installed; AgentOS starts after the next reboot"
 `
 
@@ -353,6 +355,16 @@ if [ -n "$agentos_pid" ] && grep -q agentosd "/proc/$agentos_pid/cmdline" 2>/dev
   kill -9 "$agentos_pid" 2>/dev/null
 fi
 rm -rf "$AGENTOS_ROOT"
+`
+
+// actionSh is the root manager's action button (Magisk 28+, KernelSU):
+// it leaves safe mode, the one thing an owner has to do by hand after a
+// crash loop. The manager shows its output.
+const actionSh = `#!/system/bin/sh
+# AgentOS: the module's action button. Leave safe mode (after a crash
+# loop the supervisor runs the runtime refusing new tasks until asked).
+MODDIR=${0%/*}
+"$MODDIR/bin/agentosd" supervise leave-safe-mode --root {{shq .Root}}
 `
 
 // updateBinary is the recovery-mode entry point of a Magisk module zip:

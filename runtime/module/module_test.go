@@ -92,11 +92,11 @@ func TestContents(t *testing.T) {
 	o := baseOptions(t)
 	data, modes, names := entries(t, pack(t, o))
 	want := []string{"META-INF/com/google/android/update-binary", "META-INF/com/google/android/updater-script",
-		"bin/agentosd", "customize.sh", "module.prop", "service.sh", "uninstall.sh"}
+		"action.sh", "bin/agentosd", "customize.sh", "module.prop", "service.sh", "uninstall.sh"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("entries %v", names)
 	}
-	wantModes := map[string]os.FileMode{"bin/agentosd": 0o755, "service.sh": 0o755, "uninstall.sh": 0o755,
+	wantModes := map[string]os.FileMode{"bin/agentosd": 0o755, "service.sh": 0o755, "uninstall.sh": 0o755, "action.sh": 0o755,
 		"META-INF/com/google/android/update-binary": 0o755, "customize.sh": 0o644, "module.prop": 0o644,
 		"META-INF/com/google/android/updater-script": 0o644}
 	for n, m := range wantModes {
@@ -111,7 +111,7 @@ func TestContents(t *testing.T) {
 	if !bytes.Equal(data["bin/agentosd"], bin) {
 		t.Error("binary differs")
 	}
-	for _, n := range []string{"module.prop", "customize.sh", "service.sh", "uninstall.sh"} {
+	for _, n := range []string{"module.prop", "customize.sh", "service.sh", "uninstall.sh", "action.sh"} {
 		golden := filepath.Join("testdata", n+".golden")
 		if *update {
 			os.MkdirAll("testdata", 0o755)
@@ -287,6 +287,7 @@ func TestCustomizeScript(t *testing.T) {
 					"set_perm " + modpath + "/bin/agentosd 0 0 0755",
 					"set_perm " + modpath + "/service.sh 0 0 0755",
 					"set_perm " + modpath + "/uninstall.sh 0 0 0755",
+					"set_perm " + modpath + "/action.sh 0 0 0755",
 				} {
 					if !strings.Contains(text, want) {
 						t.Errorf("output lacks %q:\n%s", want, text)
@@ -331,6 +332,26 @@ func TestServiceScript(t *testing.T) {
 				got, _ := os.ReadFile(record)
 				assert.Equal(c, want, string(got), "agentosd's arguments")
 			}, 10*time.Second, 10*time.Millisecond)
+		})
+	}
+}
+
+func TestActionScript(t *testing.T) {
+	t.Parallel()
+	o := baseOptions(t)
+	o.Root = "/data/agentos-lab"
+	data, _, _ := entries(t, pack(t, o))
+	for _, sh := range shells(t) {
+		t.Run(filepath.Base(sh[0]), func(t *testing.T) {
+			mod := t.TempDir()
+			os.MkdirAll(filepath.Join(mod, "bin"), 0o755)
+			os.WriteFile(filepath.Join(mod, "bin", "agentosd"), []byte("#!/bin/sh\necho \"args: $*\"\n"), 0o755)
+			os.WriteFile(filepath.Join(mod, "action.sh"), data["action.sh"], 0o755)
+			cmd := exec.Command(sh[0], append(sh[1:], filepath.Join(mod, "action.sh"))...)
+			cmd.Env = []string{"PATH=/usr/bin:/bin"}
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, string(out))
+			assert.Equal(t, "args: supervise leave-safe-mode --root /data/agentos-lab\n", string(out))
 		})
 	}
 }

@@ -28,6 +28,7 @@ const (
 // and, from the signal handling that only the command does, when to
 // kick a stopped runtime (SIGUSR1).
 type CLI struct {
+	Stdout io.Writer // leave-safe-mode's answer
 	Stderr io.Writer
 	Kick   <-chan struct{}
 	// Clock, when set, returns the clock for the runtime data directory
@@ -39,9 +40,16 @@ type CLI struct {
 // Main runs `agentosd supervise [flags] [-- RUNTIME ARGV…]` until ctx
 // ends (SIGTERM) or the module is disabled, and returns the exit code.
 // The argv after "--" replaces the runtime's command (tests, labs).
+// `agentosd supervise leave-safe-mode [--root R]` leaves safe mode.
 func Main(ctx context.Context, args []string, cli CLI) int {
 	if cli.Stderr == nil {
 		cli.Stderr = io.Discard
+	}
+	if len(args) > 0 && args[0] == "leave-safe-mode" {
+		if cli.Stdout == nil {
+			cli.Stdout = io.Discard
+		}
+		return leaveSafeModeMain(args[1:], cli.Stdout, cli.Stderr)
 	}
 	var runtimeCmd []string
 	for i, a := range args {
@@ -50,8 +58,7 @@ func Main(ctx context.Context, args []string, cli CLI) int {
 			break
 		}
 	}
-	fs := flag.NewFlagSet("supervise", flag.ContinueOnError)
-	fs.SetOutput(cli.Stderr)
+	fs := newFlagSet("supervise", cli.Stderr)
 	var o Options
 	fs.StringVar(&o.Root, "root", DefaultRoot, "data root of the supervisor, the runtime and the apps")
 	fs.StringVar(&o.ModDir, "moddir", os.Getenv("MODDIR"), "module directory: exit when its disable or remove flag appears")
@@ -137,6 +144,12 @@ func Main(ctx context.Context, args []string, cli CLI) int {
 		return ExitFailed
 	}
 	return ExitOK
+}
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
 }
 
 func parseRange(s string) (int, int, bool) {

@@ -85,9 +85,15 @@ func (s *Supervisor) loop(ctx context.Context) string {
 			started = s.clock.Now()
 		} else {
 			started = rp.started
-			if safe {
+			switch {
+			case safe:
 				s.setStatus(StateSafeMode, reason, rp.pid, deaths.count(), true)
-			} else {
+			case reason == ReasonSafeModeExited:
+				// The first normal runtime after safe mode says why it
+				// runs (spec §11.9); later ones are plain restarts.
+				s.setStatus(StateOK, ReasonSafeModeExited, rp.pid, deaths.count(), false)
+				reason = ReasonRestart
+			default:
 				s.setStatus(StateOK, ReasonRuntimeUp, rp.pid, deaths.count(), false)
 			}
 			var out outcome
@@ -185,6 +191,9 @@ func (s *Supervisor) pause(ctx context.Context, d time.Duration, safe bool) outc
 		case <-timeUp:
 			return outDied
 		case <-s.kick:
+			if safe && !s.inSafeMode() {
+				return outSafeExit
+			}
 			s.logger.Info("supervise: kicked; starting the runtime")
 			return outDied
 		case <-poll.C:
@@ -220,6 +229,14 @@ func (s *Supervisor) watch(ctx context.Context, rp *runtimeProc, safe bool) (out
 		case <-ctx.Done():
 			s.stopRuntime(rp)
 			return outStop, tasks, state
+		case <-s.kick:
+			// leave-safe-mode kicks so the marker's removal counts at
+			// once; any other kick means nothing to a running runtime.
+			if safe && !s.inSafeMode() {
+				s.logger.Info("supervise: safe-mode marker removed; restarting the runtime normally")
+				s.stopRuntime(rp)
+				return outSafeExit, tasks, state
+			}
 		case <-timer.C:
 			read()
 			if s.moduleOff() {

@@ -1,0 +1,84 @@
+package supervise
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The kick is what makes leaving safe mode immediate: with a poll of an
+// hour, only it can make the supervisor notice the marker is gone.
+func TestLeaveSafeModeKicksTheSupervisor(t *testing.T) {
+	h := start(t, []string{"run", "run"}, func(o *Options) {
+		os.MkdirAll(o.Root, 0o755)
+		os.WriteFile(filepath.Join(o.Root, safeModeName), []byte("crash_loop\n"), 0o644)
+		o.Timing.PollIdle, o.Timing.PollBusy = time.Hour, time.Hour
+	})
+	h.await("safe mode", func(s Status) bool { return s.State == StateSafeMode && s.RuntimePID > 0 })
+	h.awaitStarts(1) // a runtime stopped before it set up its SIGTERM handler records nothing
+	var kicked []int
+	res, err := leaveSafeMode(h.root, func(pid int) error { kicked = append(kicked, pid); h.sup.Kick(); return nil })
+	require.NoError(t, err)
+	assert.Equal(t, LeftSafeMode{WasInSafeMode: true, KickedPID: os.Getpid()}, res)
+	assert.Equal(t, []int{os.Getpid()}, kicked)
+	st := h.await("ok after safe mode", func(s Status) bool { return s.State == StateOK && s.RuntimePID > 0 })
+	assert.Equal(t, ReasonSafeModeExited, st.Reason)
+	assert.False(t, st.SafeMode)
+	starts := h.awaitStarts(2)
+	assert.Contains(t, starts[0], "safe=1")
+	assert.NotContains(t, starts[1], "safe=1")
+
+	// Again: nothing to leave, nobody kicked.
+	res, err = leaveSafeMode(h.root, func(pid int) error { kicked = append(kicked, pid); return nil })
+	require.NoError(t, err)
+	assert.Equal(t, LeftSafeMode{}, res)
+	assert.Len(t, kicked, 1)
+}
+
+// A pid file nobody holds (the supervisor died, the pid may be reused)
+// is never signalled.
+func TestLeaveSafeModeStalePIDFile(t *testing.T) {
+	root := t.TempDir()
+	p := Paths{Root: root}
+	require.NoError(t, os.MkdirAll(p.Supervisor(), 0o700))
+	require.NoError(t, os.WriteFile(p.PIDFile(), []byte("1\n"), 0o644))
+	require.NoError(t, os.WriteFile(p.SafeMode(), []byte("crash_loop\n"), 0o644))
+	res, err := leaveSafeMode(root, func(pid int) error { t.Fatalf("kicked %d", pid); return nil })
+	require.NoError(t, err)
+	assert.Equal(t, LeftSafeMode{WasInSafeMode: true}, res)
+	_, err = os.Lstat(p.SafeMode())
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestLeaveSafeModeCommand(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		marker bool
+		args   []string
+		code   int
+		out    string
+	}{
+		{"in safe mode", true, nil, ExitOK, "left safe mode; the runtime starts normally with the supervisor"},
+		{"not in safe mode", false, nil, ExitOK, "not in safe mode"},
+		{"extra argument", true, []string{"now"}, ExitUsage, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			if tc.marker {
+				require.NoError(t, os.WriteFile(Paths{Root: root}.SafeMode(), nil, 0o644))
+			}
+			var out, errb bytes.Buffer
+			code := Main(t.Context(), append([]string{"leave-safe-mode", "--root", root}, tc.args...), CLI{Stdout: &out, Stderr: &errb})
+			require.Equal(t, tc.code, code, errb.String())
+			assert.True(t, strings.Contains(out.String(), tc.out), out.String())
+			_, err := os.Lstat(Paths{Root: root}.SafeMode())
+			assert.Equal(t, tc.marker && tc.code != ExitOK, err == nil, "marker left")
+		})
+	}
+}
