@@ -13,7 +13,9 @@
 //	                  Magisk ≥ 20400 or KernelSU ($KSU), APatch rejected, the device's
 //	                  ABI, ≥ 300 MB free on /data; writes install.prop; sets permissions
 //	service.sh        late_start: MODDIR=${0%/*}; starts "$MODDIR/bin/agentosd supervise"
-//	uninstall.sh      TERM the supervisor, KILL after 6 s, remove its data directory
+//	uninstall.sh      TERM the supervisor, KILL after 6 s, remove the supervisor's own
+//	                  state (pid, logs, status, safe_mode, bin/); the runtime's store
+//	                  and the apps with their data are kept (erase <root> by hand)
 //	action.sh         the manager's action button: agentosd supervise leave-safe-mode
 //	bin/agentosd      the binary (its ELF machine must match the ABI)
 //

@@ -335,7 +335,12 @@ MODDIR=${0%/*}
 const uninstallSh = `#!/system/bin/sh
 # AgentOS: runs when the module is removed. Stop the supervisor (SIGTERM,
 # SIGKILL after a few seconds; the runtime and the apps stop with it) and
-# remove its data: the runtime's store, the package table, the apps.
+# remove only the supervisor's own state: its pid file and logs, the
+# status, the safe-mode marker and the binary's copy. The runtime's store
+# (sessions, grants, the model key) and the apps with their data are kept,
+# as upstream keeps the app: removing the module to update or repair it
+# must not lose them (an uninstall script cannot ask). To erase them too,
+# remove {{.Root}} by hand after the reboot.
 AGENTOS_ROOT="${AGENTOS_ROOT:-{{.Root}}}"
 AGENTOS_STOP_WAIT="${AGENTOS_STOP_WAIT:-6}"
 agentos_pidfile="$AGENTOS_ROOT/supervisor/supervisor.pid"
@@ -354,7 +359,7 @@ if [ -n "$agentos_pid" ] && grep -q agentosd "/proc/$agentos_pid/cmdline" 2>/dev
   done
   kill -9 "$agentos_pid" 2>/dev/null
 fi
-rm -rf "$AGENTOS_ROOT"
+rm -rf "$AGENTOS_ROOT/supervisor" "$AGENTOS_ROOT/bin" "$AGENTOS_ROOT/status" "$AGENTOS_ROOT/safe_mode"
 `
 
 // actionSh is the root manager's action button (Magisk 28+, KernelSU):

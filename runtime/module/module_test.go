@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"flag"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -369,8 +370,12 @@ func TestUninstallScript(t *testing.T) {
 				t.Parallel()
 				dir := t.TempDir()
 				root := filepath.Join(dir, "agentos")
-				os.MkdirAll(filepath.Join(root, "supervisor"), 0o755)
-				os.WriteFile(filepath.Join(root, "apps.json"), []byte("{}"), 0o644)
+				kept := map[string]string{"runtime/store.db": "sessions", "apps/packages.json": "{}", "apps/data/org.x/notes": "mine"}
+				gone := []string{"supervisor/supervisor.log", "bin/agentosd", "status", "safe_mode"}
+				for _, f := range append(slices.Collect(maps.Keys(kept)), gone...) {
+					require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755))
+					require.NoError(t, os.WriteFile(filepath.Join(root, f), []byte(kept[f]), 0o644))
+				}
 				// A stand-in supervisor whose command line says agentosd:
 				// sleep under that name, or a shell that ignores SIGTERM.
 				fake := exec.Command("sh", "-c", "trap '' TERM; while :; do sleep 0.05; done # agentosd")
@@ -405,8 +410,14 @@ func TestUninstallScript(t *testing.T) {
 				if st, ok := fake.ProcessState.Sys().(syscall.WaitStatus); ok && stubborn && st.Signal() != syscall.SIGKILL {
 					t.Fatalf("stubborn supervisor ended by %v, want SIGKILL", st.Signal())
 				}
-				if _, err := os.Stat(root); !os.IsNotExist(err) {
-					t.Fatalf("data left: %v", err)
+				for f, want := range kept {
+					got, err := os.ReadFile(filepath.Join(root, f))
+					require.NoError(t, err, "uninstall removed %s", f)
+					assert.Equal(t, want, string(got), f)
+				}
+				for _, f := range append(gone, "supervisor") {
+					_, err := os.Lstat(filepath.Join(root, f))
+					assert.ErrorIs(t, err, os.ErrNotExist, "supervisor state %s left", f)
 				}
 			})
 		}
