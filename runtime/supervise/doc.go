@@ -18,10 +18,19 @@
 //
 //	supervisor/            0700 root   supervisor.pid (flock), supervisor.log (256 KiB rotation), runtime.log
 //	status                 0644 root   key=value: protocol state reason seq since deaths runtime_pid backoff_ms safe_mode module_version module_version_code
-//	safe_mode              0644 root   marker: present = safe mode
+//	safe_mode              0644 root   marker: present = safe mode (agentosd supervise leave-safe-mode removes it)
+//	bundled                0644 root   "<package> <result>" per bundled app of $MODDIR/app/apps.list, this boot
 //	runtime/               0700 uid    the runtime's data (serve --data); heartbeat written by the runtime
 //	apps/                  0755 root   package table, code/, data/ (see runtime/apps)
 //	bin/agentosd           0755 root   this binary, copied where the runtime's uid can run it
+//
+// # Bundled apps
+//
+// Before the first runtime start of a boot the supervisor installs the
+// module's bundled apps ($MODDIR/app/apps.list, see BundledList): a
+// missing or older one is installed or upgraded, an equal or newer one is
+// left, one by another signer is left (sig_mismatch), and nothing is ever
+// downgraded or uninstalled.
 //
 // # The runtime's side
 //

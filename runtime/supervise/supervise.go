@@ -327,6 +327,13 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return fmt.Errorf("supervise: %w", err)
 	}
 	defer in.Close()
+	// Bundled apps before the runtime starts, so it finds them in the
+	// table; a failure is reported, never fatal.
+	if rs := installBundled(ctx, in, s.o.ModDir, s.logger); rs != nil {
+		if err := writeAtomic(filepath.Join(s.o.Root, bundledName), marshalBundled(rs), 0o644); err != nil {
+			s.logger.Warn("supervise: bundled results not written", "err", err)
+		}
+	}
 	lo := s.o.Launcher
 	lo.Installer, lo.Names, lo.RuntimeUID = in, s.o.Names, s.o.RuntimeUID
 	if lo.Environ == nil {
