@@ -38,6 +38,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.Name, "name", DefaultName, "module name")
 	fs.StringVar(&o.Author, "author", DefaultAuthor, "module author")
 	fs.StringVar(&o.Description, "description", DefaultDescription, "module description")
+	fs.Func("bundle", "app bundle to carry and install at boot (repeatable)", func(p string) error {
+		o.Bundles = append(o.Bundles, p)
+		return nil
+	})
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}

@@ -18,6 +18,8 @@
 //	                  and the apps with their data are kept (erase <root> by hand)
 //	action.sh         the manager's action button: agentosd supervise leave-safe-mode
 //	bin/agentosd      the binary (its ELF machine must match the ABI)
+//	app/*.agentapp    bundled apps (--bundle), with app/apps.list; the supervisor
+//	                  installs or upgrades them at boot, never downgrades or removes
 //
 // Pack writes the same bytes for the same options and binary: entries
 // sorted, fixed timestamps and modes.

@@ -4,7 +4,9 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"debug/elf"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +15,9 @@ import (
 	"strings"
 	"text/template"
 	"time"
+
+	"github.com/agentoslab/agentlab/runtime/apps"
+	"github.com/agentoslab/agentlab/runtime/supervise"
 )
 
 // ABIs a module can be built for.
@@ -61,6 +66,10 @@ type Options struct {
 	RuntimeUID int
 	// SocketPrefix, when set, is passed as supervise --socket-prefix.
 	SocketPrefix string
+	// Bundles are app bundles the module carries under app/ with their
+	// app/apps.list; the supervisor installs or upgrades them at boot
+	// (supervise.BundledList).
+	Bundles []string
 }
 
 var (
@@ -174,6 +183,13 @@ func Pack(ctx context.Context, opts Options, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	bundles, err := bundledFiles(o.Bundles)
+	if err != nil {
+		return err
+	}
+	for n, b := range bundles {
+		texts[n], modes[n] = b, 0o644
+	}
 	names := make([]string, 0, len(texts)+1)
 	for n := range texts {
 		names = append(names, n)
@@ -219,6 +235,37 @@ func copyFile(w io.Writer, path string) error {
 	defer f.Close()
 	_, err = io.Copy(w, f)
 	return err
+}
+
+// bundledFiles are app/<package>.agentapp for each bundle and the list
+// the supervisor installs them from (one line per bundle: package,
+// versionCode, file, SHA-256 of the file, signing digest).
+func bundledFiles(paths []string) (map[string][]byte, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	out := map[string][]byte{}
+	var list []string
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("module: bundle: %w", err)
+		}
+		m, err := apps.VerifyBytes(b)
+		if err != nil {
+			return nil, fmt.Errorf("module: bundle %s: %w", p, err)
+		}
+		name := "app/" + m.App.Package + ".agentapp"
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("module: two bundles of %s", m.App.Package)
+		}
+		out[name] = b
+		sum := sha256.Sum256(b)
+		list = append(list, fmt.Sprintf("%s %d %s %s %s", m.App.Package, m.App.VersionCode, name, hex.EncodeToString(sum[:]), m.SigningDigest))
+	}
+	sort.Strings(list)
+	out[supervise.BundledList] = []byte("# package versionCode file sha256 signer\n" + strings.Join(list, "\n") + "\n")
+	return out, nil
 }
 
 // shq quotes s for a POSIX shell.
