@@ -376,7 +376,7 @@ const serviceSh = `#!/system/bin/sh
 # waits for sys.boot_completed itself, guards the runtime, keeps its own
 # log under {{.Root}}/supervisor and exits when this module is disabled.
 MODDIR=${0%/*}
-"$MODDIR/bin/agentosd" supervise --moddir "$MODDIR" --root {{shq .Root}}{{if .RuntimeUID}} --runtime-uid {{.RuntimeUID}}{{end}}{{if .SocketPrefix}} --socket-prefix {{shq .SocketPrefix}}{{end}} </dev/null >/dev/null 2>&1 &
+"$MODDIR/bin/agentosd" supervise --moddir "$MODDIR" --root {{shq .Root}} --min-api {{.MinAPI}} --max-api {{.MaxAPI}}{{if .RuntimeUID}} --runtime-uid {{.RuntimeUID}}{{end}}{{if .SocketPrefix}} --socket-prefix {{shq .SocketPrefix}}{{end}} </dev/null >/dev/null 2>&1 &
 `
 
 const uninstallSh = `#!/system/bin/sh

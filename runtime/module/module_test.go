@@ -328,7 +328,7 @@ func TestServiceScript(t *testing.T) {
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("%v: %s", err, out)
 			}
-			want := "supervise --moddir " + mod + " --root /data/agentos --runtime-uid 19000 --socket-prefix lab1-\n"
+			want := "supervise --moddir " + mod + " --root /data/agentos --min-api 35 --max-api 37 --runtime-uid 19000 --socket-prefix lab1-\n"
 			require.EventuallyWithT(t, func(c *assert.CollectT) {
 				got, _ := os.ReadFile(record)
 				assert.Equal(c, want, string(got), "agentosd's arguments")

@@ -66,6 +66,8 @@ func Main(ctx context.Context, args []string, cli CLI) int {
 	fs.StringVar(&o.Names.Prefix, "socket-prefix", "", "socket-name prefix (several runtimes on one host)")
 	fs.StringVar(&o.Names.Dir, "socket-dir", "", "directory for socket files where abstract sockets do not exist")
 	fs.StringVar(&o.Getprop, "getprop", "", `getprop binary to wait for sys.boot_completed ("-": do not wait; default: from PATH)`)
+	fs.IntVar(&o.MinAPI, "min-api", 0, "lowest supported Android API level: below it, safe mode unsupported_api (0: unchecked)")
+	fs.IntVar(&o.MaxAPI, "max-api", 0, "highest supported Android API level (0: unchecked)")
 	uids := fs.String("uid-range", fmt.Sprintf("%d-%d", 10100, 19998), "uids given to installed apps")
 	logStderr := fs.Bool("log-stderr", false, "also write the log to stderr")
 	// Loop constants (spec §4.12); changed only by tests and labs.

@@ -73,6 +73,10 @@ func (s *Supervisor) loop(ctx context.Context) string {
 	if safe {
 		reason = ReasonCrashLoop
 	}
+	if s.unsupportedAPI != "" {
+		s.pinSafeMode()
+		safe, reason = true, ReasonUnsupportedAPI
+	}
 	for {
 		if s.moduleOff() {
 			return ReasonModuleDisabled
@@ -168,6 +172,27 @@ func (s *Supervisor) inSafeMode() bool {
 	return err == nil
 }
 
+// pinSafeMode writes the marker for a safe mode that cannot be left.
+func (s *Supervisor) pinSafeMode() {
+	if err := writeAtomic(s.paths.SafeMode(), []byte(ReasonUnsupportedAPI+"\n"), 0o644); err != nil {
+		s.logger.Error("supervise: safe-mode marker not written", "err", err)
+	}
+}
+
+// leftSafeMode says the marker was removed and safe mode may end; on an
+// unsupported API it writes the marker again and says no.
+func (s *Supervisor) leftSafeMode() bool {
+	if s.inSafeMode() {
+		return false
+	}
+	if s.unsupportedAPI != "" {
+		s.logger.Warn("supervise: safe mode stays: Android API not supported", "api", s.unsupportedAPI)
+		s.pinSafeMode()
+		return false
+	}
+	return true
+}
+
 // pause waits d (0: until a kick) on the clock while watching the
 // supervisor's exits. It returns outDied to go on (time up or kicked).
 func (s *Supervisor) pause(ctx context.Context, d time.Duration, safe bool) outcome {
@@ -191,7 +216,7 @@ func (s *Supervisor) pause(ctx context.Context, d time.Duration, safe bool) outc
 		case <-timeUp:
 			return outDied
 		case <-s.kick:
-			if safe && !s.inSafeMode() {
+			if safe && s.leftSafeMode() {
 				return outSafeExit
 			}
 			s.logger.Info("supervise: kicked; starting the runtime")
@@ -200,7 +225,7 @@ func (s *Supervisor) pause(ctx context.Context, d time.Duration, safe bool) outc
 			if s.moduleOff() {
 				return outModule
 			}
-			if safe && !s.inSafeMode() {
+			if safe && s.leftSafeMode() {
 				return outSafeExit
 			}
 		}
@@ -232,7 +257,7 @@ func (s *Supervisor) watch(ctx context.Context, rp *runtimeProc, safe bool) (out
 		case <-s.kick:
 			// leave-safe-mode kicks so the marker's removal counts at
 			// once; any other kick means nothing to a running runtime.
-			if safe && !s.inSafeMode() {
+			if safe && s.leftSafeMode() {
 				s.logger.Info("supervise: safe-mode marker removed; restarting the runtime normally")
 				s.stopRuntime(rp)
 				return outSafeExit, tasks, state
@@ -243,7 +268,7 @@ func (s *Supervisor) watch(ctx context.Context, rp *runtimeProc, safe bool) (out
 				s.stopRuntime(rp)
 				return outModule, tasks, state
 			}
-			if safe && !s.inSafeMode() {
+			if safe && s.leftSafeMode() {
 				s.logger.Info("supervise: safe-mode marker removed; restarting the runtime normally")
 				s.stopRuntime(rp)
 				return outSafeExit, tasks, state

@@ -82,3 +82,56 @@ func TestLeaveSafeModeCommand(t *testing.T) {
 		})
 	}
 }
+
+// An API level outside the module's range is safe mode that leaving
+// cannot end: the marker comes back and the runtime stays in safe mode.
+func TestUnsupportedAPISafeMode(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		api      string
+		wantSafe bool
+	}{
+		{"below", "34", true},
+		{"above", "38", true},
+		{"in range", "36", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			getprop := filepath.Join(t.TempDir(), "getprop")
+			require.NoError(t, os.WriteFile(getprop, []byte("#!/bin/sh\ncase \"$1\" in sys.boot_completed) echo 1 ;; ro.build.version.sdk) echo "+tc.api+" ;; esac\n"), 0o755))
+			h := start(t, []string{"run"}, func(o *Options) {
+				o.Getprop, o.MinAPI, o.MaxAPI = getprop, 35, 37
+				o.Timing.PollIdle, o.Timing.PollBusy = time.Hour, time.Hour
+			})
+			st := h.await("runtime up", func(s Status) bool { return s.RuntimePID > 0 })
+			if !tc.wantSafe {
+				assert.Equal(t, StateOK, st.State)
+				return
+			}
+			assert.Equal(t, StateSafeMode, st.State)
+			assert.Equal(t, ReasonUnsupportedAPI, st.Reason)
+			h.awaitStarts(1)
+			_, err := leaveSafeMode(h.root, func(int) error { h.sup.Kick(); return nil })
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { return h.sup.inSafeMode() }, 10*time.Second, 5*time.Millisecond, "marker not written again")
+			st = h.sup.Status()
+			assert.Equal(t, StateSafeMode, st.State)
+			assert.Equal(t, st.RuntimePID, h.sup.Status().RuntimePID)
+			assert.Len(t, h.starts(), 1, "runtime restarted")
+		})
+	}
+}
+
+func TestBootCount(t *testing.T) {
+	h := start(t, []string{"run"}, func(o *Options) {
+		os.MkdirAll(o.Root, 0o755)
+		os.WriteFile(filepath.Join(o.Root, bootCountName), []byte("41\n"), 0o644)
+	})
+	st := h.await("runtime up", func(s Status) bool { return s.RuntimePID > 0 })
+	assert.Equal(t, int64(42), st.BootCount)
+	b, err := os.ReadFile(filepath.Join(h.root, bootCountName))
+	require.NoError(t, err)
+	assert.Equal(t, "42\n", string(b))
+	file, err := ReadStatus(h.sup.Paths().Status())
+	require.NoError(t, err)
+	assert.Equal(t, int64(42), file.BootCount)
+}
