@@ -39,6 +39,8 @@ const (
 	DefaultMagiskMin   = 20400
 	DefaultMinFreeMB   = 300
 	DefaultRoot        = "/data/agentos"
+	// DefaultMatrixVersion is the support matrix's version (spec §11).
+	DefaultMatrixVersion = "2026.09.29-1"
 )
 
 // Options describe one module build. ABI, Version, VersionCode and
@@ -66,6 +68,15 @@ type Options struct {
 	RuntimeUID int
 	// SocketPrefix, when set, is passed as supervise --socket-prefix.
 	SocketPrefix string
+	// MatrixVersion names the support matrix (support-matrix.yaml).
+	MatrixVersion string
+	// KernelSUMin is the oldest KernelSU versionCode accepted (0: any).
+	KernelSUMin int
+	// VerifiedFingerprints are the ro.build.fingerprint values the module
+	// was qualified on; flashing elsewhere warns "unverified device".
+	VerifiedFingerprints []string
+	// ConflictingModules are module ids that must not be installed.
+	ConflictingModules []string
 	// Bundles are app bundles the module carries under app/ with their
 	// app/apps.list; the supervisor installs or upgrades them at boot
 	// (supervise.BundledList).
@@ -76,6 +87,10 @@ var (
 	versionRe = regexp.MustCompile(`^[A-Za-z0-9._+-]{1,32}$`)
 	pathRe    = regexp.MustCompile(`^/[A-Za-z0-9/._-]*$`)
 	prefixRe  = regexp.MustCompile(`^[A-Za-z0-9._-]{0,32}$`)
+	// Fingerprints and module ids go into support-matrix.yaml as plain
+	// YAML scalars read by customize.sh's line reader.
+	fingerprintRe = regexp.MustCompile(`^[A-Za-z0-9._/:+-]{1,256}$`)
+	moduleIDRe    = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._-]{0,63}$`)
 )
 
 func (o Options) withDefaults() (Options, error) {
@@ -103,6 +118,19 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Root == "" {
 		o.Root = DefaultRoot
 	}
+	if o.MatrixVersion == "" {
+		o.MatrixVersion = DefaultMatrixVersion
+	}
+	for _, f := range o.VerifiedFingerprints {
+		if !fingerprintRe.MatchString(f) {
+			return o, fmt.Errorf("module: verified fingerprint %q: want [A-Za-z0-9._/:+-]{1,256}", f)
+		}
+	}
+	for _, id := range o.ConflictingModules {
+		if !moduleIDRe.MatchString(id) || id == ID {
+			return o, fmt.Errorf("module: conflicting module %q: want a module id other than %s", id, ID)
+		}
+	}
 	switch {
 	case o.ABI != ABIArm64 && o.ABI != ABIX8664:
 		return o, fmt.Errorf("module: ABI %q: want %s or %s", o.ABI, ABIArm64, ABIX8664)
@@ -114,7 +142,9 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("module: the agentosd binary is required")
 	case o.MinAPI < 1 || o.MaxAPI < o.MinAPI:
 		return o, fmt.Errorf("module: API range %d-%d", o.MinAPI, o.MaxAPI)
-	case o.MagiskMin < 0 || o.MinFreeMB < 0 || o.RuntimeUID < 0:
+	case !versionRe.MatchString(o.MatrixVersion):
+		return o, fmt.Errorf("module: matrix version %q: want [A-Za-z0-9._+-]{1,32}", o.MatrixVersion)
+	case o.MagiskMin < 0 || o.KernelSUMin < 0 || o.MinFreeMB < 0 || o.RuntimeUID < 0:
 		return o, fmt.Errorf("module: negative limit")
 	case !pathRe.MatchString(o.Root) || strings.Contains(o.Root, "..") || o.Root == "/":
 		return o, fmt.Errorf("module: root %q: want an absolute path of [A-Za-z0-9/._-]", o.Root)
@@ -274,11 +304,12 @@ func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'
 var funcs = template.FuncMap{"shq": shq}
 
 var scripts = map[string]*template.Template{
-	"module.prop":  template.Must(template.New("module.prop").Funcs(funcs).Parse(moduleProp)),
-	"customize.sh": template.Must(template.New("customize.sh").Funcs(funcs).Parse(customizeSh)),
-	"service.sh":   template.Must(template.New("service.sh").Funcs(funcs).Parse(serviceSh)),
-	"uninstall.sh": template.Must(template.New("uninstall.sh").Funcs(funcs).Parse(uninstallSh)),
-	"action.sh":    template.Must(template.New("action.sh").Funcs(funcs).Parse(actionSh)),
+	"module.prop":         template.Must(template.New("module.prop").Funcs(funcs).Parse(moduleProp)),
+	"customize.sh":        template.Must(template.New("customize.sh").Funcs(funcs).Parse(customizeSh)),
+	"service.sh":          template.Must(template.New("service.sh").Funcs(funcs).Parse(serviceSh)),
+	"uninstall.sh":        template.Must(template.New("uninstall.sh").Funcs(funcs).Parse(uninstallSh)),
+	"action.sh":           template.Must(template.New("action.sh").Funcs(funcs).Parse(actionSh)),
+	"support-matrix.yaml": template.Must(template.New("support-matrix.yaml").Funcs(funcs).Parse(supportMatrix)),
 	"META-INF/com/google/android/update-binary":  template.Must(template.New("update-binary").Parse(updateBinary)),
 	"META-INF/com/google/android/updater-script": template.Must(template.New("updater-script").Parse("#MAGISK\n")),
 }
@@ -291,17 +322,61 @@ author={{.Author}}
 description={{.Description}}
 `
 
+// supportMatrix is what the module supports, read at flash time by
+// customize.sh (flat keys, lists as "  - item" lines; schema 1).
+const supportMatrix = `# AgentOS support matrix: read by customize.sh when the module is flashed.
+schema: 1
+matrix_version: {{.MatrixVersion}}
+api_min: {{.MinAPI}}
+api_max: {{.MaxAPI}}
+magisk_min: {{.MagiskMin}}
+kernelsu_min: {{.KernelSUMin}}
+min_free_mb: {{.MinFreeMB}}
+verified_fingerprints:{{if not .VerifiedFingerprints}} []{{end}}
+{{- range .VerifiedFingerprints}}
+  - {{.}}
+{{- end}}
+conflicting_modules:{{if not .ConflictingModules}} []{{end}}
+{{- range .ConflictingModules}}
+  - {{.}}
+{{- end}}
+`
+
 const customizeSh = `# AgentOS: installer step. Magisk and KernelSU source this file after
 # unpacking the module into $MODPATH, so it reports with ui_print, stops
 # with abort and never calls exit. Its own variables start with agentos_.
 AGENTOS_VERSION={{shq .Version}}
 AGENTOS_ABI={{.ABI}}
-AGENTOS_API_MIN={{.MinAPI}}
-AGENTOS_API_MAX={{.MaxAPI}}
-AGENTOS_MAGISK_MIN={{.MagiskMin}}
-AGENTOS_MIN_FREE_MB={{.MinFreeMB}}
+agentos_matrix="$MODPATH/support-matrix.yaml"
 
-ui_print "- AgentOS $AGENTOS_VERSION ($AGENTOS_ABI)"
+# The support matrix: "key: value" lines and lists of "  - item" lines.
+matrix_get() {
+  sed -n "s/^$1:[[:space:]]*//p" "$agentos_matrix" | head -n 1 | tr -d '\r'
+}
+matrix_list() {
+  awk -v k="$1:" '$1 == k { on = 1; next } /^[^ ]/ { on = 0 } on && $1 == "-" { print $2 }' "$agentos_matrix"
+}
+matrix_has() {
+  matrix_list "$1" | grep -qxF -- "$2"
+}
+is_uint() {
+  case "$1" in ''|*[!0-9]*) return 1 ;; esac
+  [ ${#1} -le 18 ]
+}
+
+[ -f "$agentos_matrix" ] || abort "! support-matrix.yaml is missing from the module"
+[ "$(matrix_get schema)" = 1 ] || abort "! support-matrix.yaml: unknown schema '$(matrix_get schema)'"
+AGENTOS_MATRIX_VERSION="$(matrix_get matrix_version)"
+AGENTOS_API_MIN="$(matrix_get api_min)"
+AGENTOS_API_MAX="$(matrix_get api_max)"
+AGENTOS_MAGISK_MIN="$(matrix_get magisk_min)"
+AGENTOS_KERNELSU_MIN="$(matrix_get kernelsu_min)"
+AGENTOS_MIN_FREE_MB="$(matrix_get min_free_mb)"
+for agentos_v in "$AGENTOS_API_MIN" "$AGENTOS_API_MAX" "$AGENTOS_MAGISK_MIN" "$AGENTOS_KERNELSU_MIN" "$AGENTOS_MIN_FREE_MB"; do
+  is_uint "$agentos_v" || abort "! support-matrix.yaml: bad number '$agentos_v'"
+done
+
+ui_print "- AgentOS $AGENTOS_VERSION ($AGENTOS_ABI), support matrix $AGENTOS_MATRIX_VERSION"
 
 # Root manager: KernelSU says so with KSU=true (and fakes MAGISK_VER_CODE,
 # so Magisk is whatever is not KernelSU). APatch is not supported.
@@ -311,6 +386,10 @@ fi
 if [ "$KSU" = "true" ]; then
   agentos_manager=kernelsu
   agentos_manager_code="${KSU_VER_CODE:-0}"
+  is_uint "$agentos_manager_code" || abort "! Unknown KernelSU version '$agentos_manager_code'"
+  if [ "$agentos_manager_code" -lt "$AGENTOS_KERNELSU_MIN" ]; then
+    abort "! KernelSU $agentos_manager_code is too old; need $AGENTOS_KERNELSU_MIN or newer"
+  fi
 else
   agentos_manager=magisk
   agentos_manager_code="$MAGISK_VER_CODE"
@@ -352,14 +431,34 @@ if [ "$agentos_free_kb" -lt $((AGENTOS_MIN_FREE_MB * 1024)) ]; then
   abort "! /data has $((agentos_free_kb / 1024)) MB free; AgentOS needs $AGENTOS_MIN_FREE_MB MB"
 fi
 
+# Modules that must not run alongside (one flagged for removal is gone
+# at the next boot).
+agentos_modules="${NVBASE:-/data/adb}/modules"
+for agentos_m in $(matrix_list conflicting_modules); do
+  if [ -d "$agentos_modules/$agentos_m" ] && [ ! -e "$agentos_modules/$agentos_m/remove" ]; then
+    abort "! The module '$agentos_m' conflicts with AgentOS; remove it first"
+  fi
+done
+
+# A device the matrix does not list works, but was not qualified.
+agentos_fingerprint="$(getprop ro.build.fingerprint)"
+agentos_verified=0
+if [ -n "$agentos_fingerprint" ] && matrix_has verified_fingerprints "$agentos_fingerprint"; then
+  agentos_verified=1
+else
+  ui_print "! Warning: unverified device ($agentos_fingerprint is not in support matrix $AGENTOS_MATRIX_VERSION)"
+fi
+
 # What was installed where, for diagnostics.
 {
   echo "module_version=$AGENTOS_VERSION"
+  echo "matrix_version=$AGENTOS_MATRIX_VERSION"
   echo "api=$agentos_api"
   echo "abi=$agentos_abi"
   echo "manager=$agentos_manager"
   echo "manager_version_code=$agentos_manager_code"
-  echo "fingerprint=$(getprop ro.build.fingerprint)"
+  echo "fingerprint=$agentos_fingerprint"
+  echo "fingerprint_verified=$agentos_verified"
   echo "flashed_at=$(date +%s)"
 } > "$MODPATH/install.prop"
 
