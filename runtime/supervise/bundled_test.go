@@ -142,3 +142,26 @@ func FuzzParseBundledList(f *testing.F) {
 		}
 	})
 }
+
+// The supervisor installs the module's bundled apps before the runtime's
+// first start: the runtime finds them in the table, and the results file
+// says what the boot did.
+func TestSupervisorInstallsBundledBeforeTheRuntime(t *testing.T) {
+	_, key, _ := ed25519.GenerateKey(nil)
+	const pkg = "org.agentos.b.boot"
+	h := start(t, []string{"run"}, func(o *Options) {
+		m := bundledModule{t: t, dir: o.ModDir}
+		m.list(m.add(pkg, 4, key))
+		o.Installer.FirstUID, o.Installer.LastUID = 10700, 10799
+	})
+	h.await("runtime up", func(s Status) bool { return s.RuntimePID > 0 })
+	rs, err := ReadBundled(h.root)
+	require.NoError(t, err)
+	assert.Equal(t, []BundledResult{{Package: pkg, Result: BundledInstalled}}, rs)
+	tbl, err := apps.OpenTable(h.sup.Paths().Apps(), nil)
+	require.NoError(t, err)
+	defer tbl.Close()
+	p, ok := tbl.ByName(pkg)
+	require.True(t, ok, "not in the table")
+	assert.Equal(t, int64(4), p.VersionCode)
+}

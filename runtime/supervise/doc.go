@@ -11,10 +11,10 @@
 // with AGENTOS_SAFE_MODE=1, which refuses new tasks with safe_mode;
 // removing the marker (agentosd supervise leave-safe-mode, the module's
 // action.sh) leaves safe mode. An Android API level outside --min-api and
-// --max-api is safe mode unsupported_api, which cannot be left. The supervisor also hosts the
-// launcher (package runtime/apps/launcher) that installs apps and starts
-// their processes under their uids, and it exits when $MODDIR/disable or
-// $MODDIR/remove appears.
+// --max-api is safe mode unsupported_api, which cannot be left. The
+// supervisor also hosts the launcher (package runtime/apps/launcher) that
+// installs apps and starts their processes under their uids, and it
+// exits when $MODDIR/disable or $MODDIR/remove appears.
 //
 // # Files (under the root, /data/agentos by default)
 //
