@@ -138,6 +138,10 @@ func (s *Supervisor) loop(ctx context.Context) string {
 		case rp == nil:
 			// It could not even be started: say so, and wait for a kick.
 			s.setStatus(StateStopped, ReasonRuntimeStartError, 0, n, false)
+		case hbState == "stopping":
+			// It shut down as asked (SIGTERM, the owner): left stopped
+			// until kicked, and said so (spec §11.9 user_stopped).
+			s.setStatus(StateStopped, ReasonUserStopped, 0, n, false)
 		default:
 			// An idle runtime that died is left dead (spec §11.7).
 			s.setStatus(StateStopped, ReasonRuntimeDied, 0, n, false)

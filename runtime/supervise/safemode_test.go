@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,4 +135,18 @@ func TestBootCount(t *testing.T) {
 	file, err := ReadStatus(h.sup.Paths().Status())
 	require.NoError(t, err)
 	assert.Equal(t, int64(42), file.BootCount)
+}
+
+// A runtime that shut down as asked (heartbeat stopping) is left
+// stopped, reason user_stopped, until kicked.
+func TestUserStoppedRuntimeLeftStopped(t *testing.T) {
+	h := start(t, []string{"run", "run"}, nil)
+	st := h.await("runtime up", func(s Status) bool { return s.State == StateOK && s.RuntimePID > 0 })
+	h.awaitStarts(1)
+	require.NoError(t, syscall.Kill(st.RuntimePID, syscall.SIGTERM))
+	st = h.await("stopped", func(s Status) bool { return s.State == StateStopped })
+	assert.Equal(t, ReasonUserStopped, st.Reason)
+	assert.Len(t, h.starts(), 1, "restarted without a kick")
+	h.sup.Kick()
+	h.await("up again", func(s Status) bool { return s.State == StateOK && s.RuntimePID > 0 })
 }

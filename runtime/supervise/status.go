@@ -38,6 +38,7 @@ const (
 	ReasonUIDConflict       = "uid_conflict"
 	ReasonRuntimeStartError = "runtime_start_failed"
 	ReasonUnsupportedAPI    = "unsupported_api"
+	ReasonUserStopped       = "user_stopped"
 )
 
 // Status is the content of the status file (<root>/status), key=value
