@@ -38,6 +38,20 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.Name, "name", DefaultName, "module name")
 	fs.StringVar(&o.Author, "author", DefaultAuthor, "module author")
 	fs.StringVar(&o.Description, "description", DefaultDescription, "module description")
+	fs.StringVar(&o.MatrixVersion, "matrix-version", DefaultMatrixVersion, "support matrix version")
+	fs.IntVar(&o.KernelSUMin, "kernelsu-min", 0, "oldest KernelSU versionCode accepted")
+	fs.Func("verified-fingerprint", "ro.build.fingerprint the module was qualified on (repeatable)", func(v string) error {
+		o.VerifiedFingerprints = append(o.VerifiedFingerprints, v)
+		return nil
+	})
+	fs.Func("conflicting-module", "module id that must not be installed (repeatable)", func(v string) error {
+		o.ConflictingModules = append(o.ConflictingModules, v)
+		return nil
+	})
+	fs.Func("bundle", "app bundle to carry and install at boot (repeatable)", func(p string) error {
+		o.Bundles = append(o.Bundles, p)
+		return nil
+	})
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}

@@ -1,14 +1,19 @@
 package module
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestMainPack(t *testing.T) {
@@ -40,6 +45,18 @@ func TestMainPack(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "c.zip")); !os.IsNotExist(err) {
 		t.Fatal("failed pack left its output")
 	}
+	mout := filepath.Join(dir, "m.zip")
+	if code := Main(context.Background(), []string{"pack", "--abi", "x86_64", "--agentosd", bin, "--out", mout, "--kernelsu-min", "11000",
+		"--verified-fingerprint", "a/b:1/c", "--verified-fingerprint", "d/e:2/f", "--conflicting-module", "zygisk_x"}, &bytes.Buffer{}, &stderr); code != 0 {
+		t.Fatalf("matrix flags: %d %s", code, stderr.String())
+	}
+	zr, err := zip.OpenReader(mout)
+	require.NoError(t, err)
+	defer zr.Close()
+	f, err := zr.Open("support-matrix.yaml")
+	require.NoError(t, err)
+	matrix, _ := io.ReadAll(f)
+	assert.Contains(t, string(matrix), "kernelsu_min: 11000\nmin_free_mb: 300\nverified_fingerprints:\n  - a/b:1/c\n  - d/e:2/f\nconflicting_modules:\n  - zygisk_x\n")
 	if code := Main(context.Background(), []string{"unpack"}, &bytes.Buffer{}, &bytes.Buffer{}); code != 2 {
 		t.Fatalf("usage: %d", code)
 	}

@@ -9,12 +9,24 @@
 //	META-INF/com/google/android/update-binary   Magisk's recovery entry: loads Magisk's installer functions
 //	META-INF/com/google/android/updater-script  "#MAGISK"
 //	module.prop       id=agentos, name, version, versionCode, author, description
-//	customize.sh      sourced by the installer: API level in range (35–37 by default),
-//	                  Magisk ≥ 20400 or KernelSU ($KSU), APatch rejected, the device's
-//	                  ABI, ≥ 300 MB free on /data; writes install.prop; sets permissions
+//	support-matrix.yaml  schema 1: matrix_version, api_min/api_max (35–37), magisk_min
+//	                  (20400), kernelsu_min, min_free_mb (300), verified_fingerprints,
+//	                  conflicting_modules; read by customize.sh at flash time
+//	customize.sh      sourced by the installer: API level in the matrix's range,
+//	                  Magisk or KernelSU ($KSU) at the matrix's minimum, APatch rejected,
+//	                  the device's ABI, the free space on /data, no conflicting module
+//	                  (one flagged remove is fine); a fingerprint not in the matrix warns
+//	                  "unverified device"; writes install.prop (matrix_version, api, abi,
+//	                  manager, manager_version_code, fingerprint, fingerprint_verified,
+//	                  flashed_at); sets permissions
 //	service.sh        late_start: MODDIR=${0%/*}; starts "$MODDIR/bin/agentosd supervise"
-//	uninstall.sh      TERM the supervisor, KILL after 6 s, remove its data directory
+//	uninstall.sh      TERM the supervisor, KILL after 6 s, remove the supervisor's own
+//	                  state (pid, logs, status, safe_mode, bin/); the runtime's store
+//	                  and the apps with their data are kept (erase <root> by hand)
+//	action.sh         the manager's action button: agentosd supervise leave-safe-mode
 //	bin/agentosd      the binary (its ELF machine must match the ABI)
+//	app/*.agentapp    bundled apps (--bundle), with app/apps.list; the supervisor
+//	                  installs or upgrades them at boot, never downgrades or removes
 //
 // Pack writes the same bytes for the same options and binary: entries
 // sorted, fixed timestamps and modes.

@@ -4,7 +4,9 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"debug/elf"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +15,9 @@ import (
 	"strings"
 	"text/template"
 	"time"
+
+	"github.com/agentoslab/agentlab/runtime/apps"
+	"github.com/agentoslab/agentlab/runtime/supervise"
 )
 
 // ABIs a module can be built for.
@@ -34,6 +39,8 @@ const (
 	DefaultMagiskMin   = 20400
 	DefaultMinFreeMB   = 300
 	DefaultRoot        = "/data/agentos"
+	// DefaultMatrixVersion is the support matrix's version (spec §11).
+	DefaultMatrixVersion = "2026.09.29-1"
 )
 
 // Options describe one module build. ABI, Version, VersionCode and
@@ -61,12 +68,29 @@ type Options struct {
 	RuntimeUID int
 	// SocketPrefix, when set, is passed as supervise --socket-prefix.
 	SocketPrefix string
+	// MatrixVersion names the support matrix (support-matrix.yaml).
+	MatrixVersion string
+	// KernelSUMin is the oldest KernelSU versionCode accepted (0: any).
+	KernelSUMin int
+	// VerifiedFingerprints are the ro.build.fingerprint values the module
+	// was qualified on; flashing elsewhere warns "unverified device".
+	VerifiedFingerprints []string
+	// ConflictingModules are module ids that must not be installed.
+	ConflictingModules []string
+	// Bundles are app bundles the module carries under app/ with their
+	// app/apps.list; the supervisor installs or upgrades them at boot
+	// (supervise.BundledList).
+	Bundles []string
 }
 
 var (
 	versionRe = regexp.MustCompile(`^[A-Za-z0-9._+-]{1,32}$`)
 	pathRe    = regexp.MustCompile(`^/[A-Za-z0-9/._-]*$`)
 	prefixRe  = regexp.MustCompile(`^[A-Za-z0-9._-]{0,32}$`)
+	// Fingerprints and module ids go into support-matrix.yaml as plain
+	// YAML scalars read by customize.sh's line reader.
+	fingerprintRe = regexp.MustCompile(`^[A-Za-z0-9._/:+-]{1,256}$`)
+	moduleIDRe    = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._-]{0,63}$`)
 )
 
 func (o Options) withDefaults() (Options, error) {
@@ -94,6 +118,19 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Root == "" {
 		o.Root = DefaultRoot
 	}
+	if o.MatrixVersion == "" {
+		o.MatrixVersion = DefaultMatrixVersion
+	}
+	for _, f := range o.VerifiedFingerprints {
+		if !fingerprintRe.MatchString(f) {
+			return o, fmt.Errorf("module: verified fingerprint %q: want [A-Za-z0-9._/:+-]{1,256}", f)
+		}
+	}
+	for _, id := range o.ConflictingModules {
+		if !moduleIDRe.MatchString(id) || id == ID {
+			return o, fmt.Errorf("module: conflicting module %q: want a module id other than %s", id, ID)
+		}
+	}
 	switch {
 	case o.ABI != ABIArm64 && o.ABI != ABIX8664:
 		return o, fmt.Errorf("module: ABI %q: want %s or %s", o.ABI, ABIArm64, ABIX8664)
@@ -105,7 +142,9 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("module: the agentosd binary is required")
 	case o.MinAPI < 1 || o.MaxAPI < o.MinAPI:
 		return o, fmt.Errorf("module: API range %d-%d", o.MinAPI, o.MaxAPI)
-	case o.MagiskMin < 0 || o.MinFreeMB < 0 || o.RuntimeUID < 0:
+	case !versionRe.MatchString(o.MatrixVersion):
+		return o, fmt.Errorf("module: matrix version %q: want [A-Za-z0-9._+-]{1,32}", o.MatrixVersion)
+	case o.MagiskMin < 0 || o.KernelSUMin < 0 || o.MinFreeMB < 0 || o.RuntimeUID < 0:
 		return o, fmt.Errorf("module: negative limit")
 	case !pathRe.MatchString(o.Root) || strings.Contains(o.Root, "..") || o.Root == "/":
 		return o, fmt.Errorf("module: root %q: want an absolute path of [A-Za-z0-9/._-]", o.Root)
@@ -155,7 +194,7 @@ func files(opts Options) (map[string][]byte, map[string]os.FileMode, error) {
 		out[name] = b.Bytes()
 		modes[name] = 0o644
 	}
-	for _, exe := range []string{"service.sh", "uninstall.sh", "META-INF/com/google/android/update-binary"} {
+	for _, exe := range []string{"service.sh", "uninstall.sh", "action.sh", "META-INF/com/google/android/update-binary"} {
 		modes[exe] = 0o755
 	}
 	return out, modes, nil
@@ -173,6 +212,13 @@ func Pack(ctx context.Context, opts Options, w io.Writer) error {
 	texts, modes, err := files(o)
 	if err != nil {
 		return err
+	}
+	bundles, err := bundledFiles(o.Bundles)
+	if err != nil {
+		return err
+	}
+	for n, b := range bundles {
+		texts[n], modes[n] = b, 0o644
 	}
 	names := make([]string, 0, len(texts)+1)
 	for n := range texts {
@@ -221,16 +267,49 @@ func copyFile(w io.Writer, path string) error {
 	return err
 }
 
+// bundledFiles are app/<package>.agentapp for each bundle and the list
+// the supervisor installs them from (one line per bundle: package,
+// versionCode, file, SHA-256 of the file, signing digest).
+func bundledFiles(paths []string) (map[string][]byte, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	out := map[string][]byte{}
+	var list []string
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("module: bundle: %w", err)
+		}
+		m, err := apps.VerifyBytes(b)
+		if err != nil {
+			return nil, fmt.Errorf("module: bundle %s: %w", p, err)
+		}
+		name := "app/" + m.App.Package + ".agentapp"
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("module: two bundles of %s", m.App.Package)
+		}
+		out[name] = b
+		sum := sha256.Sum256(b)
+		list = append(list, fmt.Sprintf("%s %d %s %s %s", m.App.Package, m.App.VersionCode, name, hex.EncodeToString(sum[:]), m.SigningDigest))
+	}
+	sort.Strings(list)
+	out[supervise.BundledList] = []byte("# package versionCode file sha256 signer\n" + strings.Join(list, "\n") + "\n")
+	return out, nil
+}
+
 // shq quotes s for a POSIX shell.
 func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 var funcs = template.FuncMap{"shq": shq}
 
 var scripts = map[string]*template.Template{
-	"module.prop":  template.Must(template.New("module.prop").Funcs(funcs).Parse(moduleProp)),
-	"customize.sh": template.Must(template.New("customize.sh").Funcs(funcs).Parse(customizeSh)),
-	"service.sh":   template.Must(template.New("service.sh").Funcs(funcs).Parse(serviceSh)),
-	"uninstall.sh": template.Must(template.New("uninstall.sh").Funcs(funcs).Parse(uninstallSh)),
+	"module.prop":         template.Must(template.New("module.prop").Funcs(funcs).Parse(moduleProp)),
+	"customize.sh":        template.Must(template.New("customize.sh").Funcs(funcs).Parse(customizeSh)),
+	"service.sh":          template.Must(template.New("service.sh").Funcs(funcs).Parse(serviceSh)),
+	"uninstall.sh":        template.Must(template.New("uninstall.sh").Funcs(funcs).Parse(uninstallSh)),
+	"action.sh":           template.Must(template.New("action.sh").Funcs(funcs).Parse(actionSh)),
+	"support-matrix.yaml": template.Must(template.New("support-matrix.yaml").Funcs(funcs).Parse(supportMatrix)),
 	"META-INF/com/google/android/update-binary":  template.Must(template.New("update-binary").Parse(updateBinary)),
 	"META-INF/com/google/android/updater-script": template.Must(template.New("updater-script").Parse("#MAGISK\n")),
 }
@@ -243,17 +322,61 @@ author={{.Author}}
 description={{.Description}}
 `
 
+// supportMatrix is what the module supports, read at flash time by
+// customize.sh (flat keys, lists as "  - item" lines; schema 1).
+const supportMatrix = `# AgentOS support matrix: read by customize.sh when the module is flashed.
+schema: 1
+matrix_version: {{.MatrixVersion}}
+api_min: {{.MinAPI}}
+api_max: {{.MaxAPI}}
+magisk_min: {{.MagiskMin}}
+kernelsu_min: {{.KernelSUMin}}
+min_free_mb: {{.MinFreeMB}}
+verified_fingerprints:{{if not .VerifiedFingerprints}} []{{end}}
+{{- range .VerifiedFingerprints}}
+  - {{.}}
+{{- end}}
+conflicting_modules:{{if not .ConflictingModules}} []{{end}}
+{{- range .ConflictingModules}}
+  - {{.}}
+{{- end}}
+`
+
 const customizeSh = `# AgentOS: installer step. Magisk and KernelSU source this file after
 # unpacking the module into $MODPATH, so it reports with ui_print, stops
 # with abort and never calls exit. Its own variables start with agentos_.
 AGENTOS_VERSION={{shq .Version}}
 AGENTOS_ABI={{.ABI}}
-AGENTOS_API_MIN={{.MinAPI}}
-AGENTOS_API_MAX={{.MaxAPI}}
-AGENTOS_MAGISK_MIN={{.MagiskMin}}
-AGENTOS_MIN_FREE_MB={{.MinFreeMB}}
+agentos_matrix="$MODPATH/support-matrix.yaml"
 
-ui_print "- AgentOS $AGENTOS_VERSION ($AGENTOS_ABI)"
+# The support matrix: "key: value" lines and lists of "  - item" lines.
+matrix_get() {
+  sed -n "s/^$1:[[:space:]]*//p" "$agentos_matrix" | head -n 1 | tr -d '\r'
+}
+matrix_list() {
+  awk -v k="$1:" '$1 == k { on = 1; next } /^[^ ]/ { on = 0 } on && $1 == "-" { print $2 }' "$agentos_matrix"
+}
+matrix_has() {
+  matrix_list "$1" | grep -qxF -- "$2"
+}
+is_uint() {
+  case "$1" in ''|*[!0-9]*) return 1 ;; esac
+  [ ${#1} -le 18 ]
+}
+
+[ -f "$agentos_matrix" ] || abort "! support-matrix.yaml is missing from the module"
+[ "$(matrix_get schema)" = 1 ] || abort "! support-matrix.yaml: unknown schema '$(matrix_get schema)'"
+AGENTOS_MATRIX_VERSION="$(matrix_get matrix_version)"
+AGENTOS_API_MIN="$(matrix_get api_min)"
+AGENTOS_API_MAX="$(matrix_get api_max)"
+AGENTOS_MAGISK_MIN="$(matrix_get magisk_min)"
+AGENTOS_KERNELSU_MIN="$(matrix_get kernelsu_min)"
+AGENTOS_MIN_FREE_MB="$(matrix_get min_free_mb)"
+for agentos_v in "$AGENTOS_API_MIN" "$AGENTOS_API_MAX" "$AGENTOS_MAGISK_MIN" "$AGENTOS_KERNELSU_MIN" "$AGENTOS_MIN_FREE_MB"; do
+  is_uint "$agentos_v" || abort "! support-matrix.yaml: bad number '$agentos_v'"
+done
+
+ui_print "- AgentOS $AGENTOS_VERSION ($AGENTOS_ABI), support matrix $AGENTOS_MATRIX_VERSION"
 
 # Root manager: KernelSU says so with KSU=true (and fakes MAGISK_VER_CODE,
 # so Magisk is whatever is not KernelSU). APatch is not supported.
@@ -263,6 +386,10 @@ fi
 if [ "$KSU" = "true" ]; then
   agentos_manager=kernelsu
   agentos_manager_code="${KSU_VER_CODE:-0}"
+  is_uint "$agentos_manager_code" || abort "! Unknown KernelSU version '$agentos_manager_code'"
+  if [ "$agentos_manager_code" -lt "$AGENTOS_KERNELSU_MIN" ]; then
+    abort "! KernelSU $agentos_manager_code is too old; need $AGENTOS_KERNELSU_MIN or newer"
+  fi
 else
   agentos_manager=magisk
   agentos_manager_code="$MAGISK_VER_CODE"
@@ -304,14 +431,34 @@ if [ "$agentos_free_kb" -lt $((AGENTOS_MIN_FREE_MB * 1024)) ]; then
   abort "! /data has $((agentos_free_kb / 1024)) MB free; AgentOS needs $AGENTOS_MIN_FREE_MB MB"
 fi
 
+# Modules that must not run alongside (one flagged for removal is gone
+# at the next boot).
+agentos_modules="${NVBASE:-/data/adb}/modules"
+for agentos_m in $(matrix_list conflicting_modules); do
+  if [ -d "$agentos_modules/$agentos_m" ] && [ ! -e "$agentos_modules/$agentos_m/remove" ]; then
+    abort "! The module '$agentos_m' conflicts with AgentOS; remove it first"
+  fi
+done
+
+# A device the matrix does not list works, but was not qualified.
+agentos_fingerprint="$(getprop ro.build.fingerprint)"
+agentos_verified=0
+if [ -n "$agentos_fingerprint" ] && matrix_has verified_fingerprints "$agentos_fingerprint"; then
+  agentos_verified=1
+else
+  ui_print "! Warning: unverified device ($agentos_fingerprint is not in support matrix $AGENTOS_MATRIX_VERSION)"
+fi
+
 # What was installed where, for diagnostics.
 {
   echo "module_version=$AGENTOS_VERSION"
+  echo "matrix_version=$AGENTOS_MATRIX_VERSION"
   echo "api=$agentos_api"
   echo "abi=$agentos_abi"
   echo "manager=$agentos_manager"
   echo "manager_version_code=$agentos_manager_code"
-  echo "fingerprint=$(getprop ro.build.fingerprint)"
+  echo "fingerprint=$agentos_fingerprint"
+  echo "fingerprint_verified=$agentos_verified"
   echo "flashed_at=$(date +%s)"
 } > "$MODPATH/install.prop"
 
@@ -319,6 +466,7 @@ set_perm_recursive "$MODPATH" 0 0 0755 0644
 set_perm "$MODPATH/bin/agentosd" 0 0 0755
 set_perm "$MODPATH/service.sh" 0 0 0755
 set_perm "$MODPATH/uninstall.sh" 0 0 0755
+set_perm "$MODPATH/action.sh" 0 0 0755
 ui_print "- Installed; AgentOS starts after the next reboot"
 `
 
@@ -327,13 +475,18 @@ const serviceSh = `#!/system/bin/sh
 # waits for sys.boot_completed itself, guards the runtime, keeps its own
 # log under {{.Root}}/supervisor and exits when this module is disabled.
 MODDIR=${0%/*}
-"$MODDIR/bin/agentosd" supervise --moddir "$MODDIR" --root {{shq .Root}}{{if .RuntimeUID}} --runtime-uid {{.RuntimeUID}}{{end}}{{if .SocketPrefix}} --socket-prefix {{shq .SocketPrefix}}{{end}} </dev/null >/dev/null 2>&1 &
+"$MODDIR/bin/agentosd" supervise --moddir "$MODDIR" --root {{shq .Root}} --min-api {{.MinAPI}} --max-api {{.MaxAPI}}{{if .RuntimeUID}} --runtime-uid {{.RuntimeUID}}{{end}}{{if .SocketPrefix}} --socket-prefix {{shq .SocketPrefix}}{{end}} </dev/null >/dev/null 2>&1 &
 `
 
 const uninstallSh = `#!/system/bin/sh
 # AgentOS: runs when the module is removed. Stop the supervisor (SIGTERM,
 # SIGKILL after a few seconds; the runtime and the apps stop with it) and
-# remove its data: the runtime's store, the package table, the apps.
+# remove only the supervisor's own state: its pid file and logs, the
+# status, the safe-mode marker and the binary's copy. The runtime's store
+# (sessions, grants, the model key) and the apps with their data are kept,
+# as upstream keeps the app: removing the module to update or repair it
+# must not lose them (an uninstall script cannot ask). To erase them too,
+# remove {{.Root}} by hand after the reboot.
 AGENTOS_ROOT="${AGENTOS_ROOT:-{{.Root}}}"
 AGENTOS_STOP_WAIT="${AGENTOS_STOP_WAIT:-6}"
 agentos_pidfile="$AGENTOS_ROOT/supervisor/supervisor.pid"
@@ -352,7 +505,17 @@ if [ -n "$agentos_pid" ] && grep -q agentosd "/proc/$agentos_pid/cmdline" 2>/dev
   done
   kill -9 "$agentos_pid" 2>/dev/null
 fi
-rm -rf "$AGENTOS_ROOT"
+rm -rf "$AGENTOS_ROOT/supervisor" "$AGENTOS_ROOT/bin" "$AGENTOS_ROOT/status" "$AGENTOS_ROOT/safe_mode"
+`
+
+// actionSh is the root manager's action button (Magisk 28+, KernelSU):
+// it leaves safe mode, the one thing an owner has to do by hand after a
+// crash loop. The manager shows its output.
+const actionSh = `#!/system/bin/sh
+# AgentOS: the module's action button. Leave safe mode (after a crash
+# loop the supervisor runs the runtime refusing new tasks until asked).
+MODDIR=${0%/*}
+"$MODDIR/bin/agentosd" supervise leave-safe-mode --root {{shq .Root}}
 `
 
 // updateBinary is the recovery-mode entry point of a Magisk module zip:

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"flag"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,13 +93,13 @@ func TestContents(t *testing.T) {
 	o := baseOptions(t)
 	data, modes, names := entries(t, pack(t, o))
 	want := []string{"META-INF/com/google/android/update-binary", "META-INF/com/google/android/updater-script",
-		"bin/agentosd", "customize.sh", "module.prop", "service.sh", "uninstall.sh"}
+		"action.sh", "bin/agentosd", "customize.sh", "module.prop", "service.sh", "support-matrix.yaml", "uninstall.sh"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("entries %v", names)
 	}
-	wantModes := map[string]os.FileMode{"bin/agentosd": 0o755, "service.sh": 0o755, "uninstall.sh": 0o755,
+	wantModes := map[string]os.FileMode{"bin/agentosd": 0o755, "service.sh": 0o755, "uninstall.sh": 0o755, "action.sh": 0o755,
 		"META-INF/com/google/android/update-binary": 0o755, "customize.sh": 0o644, "module.prop": 0o644,
-		"META-INF/com/google/android/updater-script": 0o644}
+		"META-INF/com/google/android/updater-script": 0o644, "support-matrix.yaml": 0o644}
 	for n, m := range wantModes {
 		if modes[n] != m {
 			t.Errorf("%s mode %v, want %v", n, modes[n], m)
@@ -111,7 +112,7 @@ func TestContents(t *testing.T) {
 	if !bytes.Equal(data["bin/agentosd"], bin) {
 		t.Error("binary differs")
 	}
-	for _, n := range []string{"module.prop", "customize.sh", "service.sh", "uninstall.sh"} {
+	for _, n := range []string{"module.prop", "customize.sh", "service.sh", "uninstall.sh", "action.sh", "support-matrix.yaml"} {
 		golden := filepath.Join("testdata", n+".golden")
 		if *update {
 			os.MkdirAll("testdata", 0o755)
@@ -158,6 +159,10 @@ func TestOptionErrors(t *testing.T) {
 		{"api range", Options{ABI: ABIArm64, Version: "1", VersionCode: 1, AgentosdPath: arm, MinAPI: 36, MaxAPI: 35}, "API range"},
 		{"root", Options{ABI: ABIArm64, Version: "1", VersionCode: 1, AgentosdPath: arm, Root: "/data/x y"}, "root"},
 		{"name newline", Options{ABI: ABIArm64, Version: "1", VersionCode: 1, AgentosdPath: arm, Name: "A\nid=evil"}, "name"},
+		{"fingerprint with a space", Options{ABI: ABIArm64, Version: "1", VersionCode: 1, AgentosdPath: arm, VerifiedFingerprints: []string{"a b"}}, "verified fingerprint"},
+		{"fingerprint with a newline", Options{ABI: ABIArm64, Version: "1", VersionCode: 1, AgentosdPath: arm, VerifiedFingerprints: []string{"a\nschema: 2"}}, "verified fingerprint"},
+		{"conflicting with itself", Options{ABI: ABIArm64, Version: "1", VersionCode: 1, AgentosdPath: arm, ConflictingModules: []string{"agentos"}}, "conflicting module"},
+		{"matrix version", Options{ABI: ABIArm64, Version: "1", VersionCode: 1, AgentosdPath: arm, MatrixVersion: "a b"}, "matrix version"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -223,6 +228,22 @@ func TestCustomizeScript(t *testing.T) {
 	scripts := map[string]string{"default": filepath.Join(dir, "customize.sh"), "api30-34": filepath.Join(dir, "customize2.sh")}
 	os.WriteFile(scripts["default"], data["customize.sh"], 0o644)
 	os.WriteFile(scripts["api30-34"], data2["customize.sh"], 0o644)
+	o3 := o
+	o3.VerifiedFingerprints = []string{"other/device:14/X/1:user/release-keys", "google/husky/husky:15/AP4A.250105.002/12345:user/release-keys"}
+	o3.ConflictingModules, o3.KernelSUMin, o3.MatrixVersion = []string{"conflict.a", "conflict.b"}, 11000, "2027.01.01-2"
+	data3, _, _ := entries(t, pack(t, o3))
+	scripts["matrix"] = filepath.Join(dir, "customize3.sh")
+	os.WriteFile(scripts["matrix"], data3["customize.sh"], 0o644)
+	matrices := map[string][]byte{"default": data["support-matrix.yaml"], "api30-34": data2["support-matrix.yaml"], "matrix": data3["support-matrix.yaml"]}
+	// Installed modules: conflict.b is flagged for removal, conflict.a is not.
+	nv := filepath.Join(dir, "nvbase")
+	noConflict := filepath.Join(dir, "nvbase-clean")
+	os.MkdirAll(filepath.Join(nv, "modules", "conflict.a"), 0o755)
+	os.MkdirAll(filepath.Join(nv, "modules", "conflict.b"), 0o755)
+	os.WriteFile(filepath.Join(nv, "modules", "conflict.b", "remove"), nil, 0o644)
+	os.MkdirAll(filepath.Join(noConflict, "modules", "conflict.b"), 0o755)
+	os.WriteFile(filepath.Join(noConflict, "modules", "conflict.b", "remove"), nil, 0o644)
+	os.MkdirAll(filepath.Join(noConflict, "modules", "other"), 0o755)
 	os.WriteFile(filepath.Join(dir, "harness.sh"), []byte(harness), 0o644)
 
 	magisk := map[string]string{"API": "35", "ARCH": "arm64", "MAGISK_VER_CODE": "27000", "FAKE_FREE_KB": "900000"}
@@ -242,34 +263,54 @@ func TestCustomizeScript(t *testing.T) {
 		env    map[string]string
 		abort  string            // "" = passes
 		prop   map[string]string // install.prop lines that must be present
+		says   string            // output that must be there ("" = no requirement)
+		silent string            // output that must not be there
 	}{
-		{"magisk passes", "default", magisk, "", map[string]string{"manager": "magisk", "manager_version_code": "27000", "api": "35", "abi": "arm64-v8a", "module_version": "0.3.0"}},
-		{"kernelsu passes", "default", with(magisk, "KSU", "true", "KSU_VER_CODE", "11986", "MAGISK_VER_CODE", "25200", "API", "37"), "", map[string]string{"manager": "kernelsu", "manager_version_code": "11986", "api": "37"}},
-		{"api from getprop", "default", with(magisk, "API", "", "FAKE_SDK", "36"), "", map[string]string{"api": "36"}},
-		{"api too low", "default", with(magisk, "API", "34"), "Android API 34 is not supported (supported: 35 to 37)", nil},
-		{"api too high", "default", with(magisk, "API", "38"), "Android API 38 is not supported", nil},
-		{"api unreadable", "default", with(magisk, "API", "", "FAKE_SDK", ""), "Cannot read the Android API level", nil},
-		{"api range set at pack time", "api30-34", with(magisk, "API", "34"), "", map[string]string{"api": "34"}},
-		{"api above the packed range", "api30-34", with(magisk, "API", "35"), "supported: 30 to 34", nil},
-		{"old magisk", "default", with(magisk, "MAGISK_VER_CODE", "20300"), "Magisk 20300 is too old; need 20400 or newer", nil},
-		{"no magisk version", "default", with(magisk, "MAGISK_VER_CODE", ""), "Unknown Magisk version", nil},
-		{"apatch", "default", with(magisk, "APATCH", "true", "KSU", "true"), "APatch is not supported", nil},
-		{"wrong abi", "default", with(magisk, "ARCH", "x64"), "built for arm64-v8a but the device is 'x64'", nil},
-		{"low space", "default", with(magisk, "FAKE_FREE_KB", "204800"), "/data has 200 MB free; AgentOS needs 300 MB", nil},
-		{"df fails", "default", with(magisk, "FAKE_DF_FAIL", "1"), "Cannot read the free space on /data", nil},
+		{"unverified device warns", "default", magisk, "", map[string]string{"fingerprint_verified": "0", "matrix_version": "2026.09.29-1"}, "Warning: unverified device (google/husky", ""},
+		{"verified device", "matrix", with(magisk, "NVBASE", noConflict), "", map[string]string{"fingerprint_verified": "1", "matrix_version": "2027.01.01-2"}, "support matrix 2027.01.01-2", "unverified"},
+		{"conflicting module", "matrix", with(magisk, "NVBASE", nv), "The module 'conflict.a' conflicts with AgentOS; remove it first", nil, "", ""},
+		{"kernelsu too old", "matrix", with(magisk, "NVBASE", noConflict, "KSU", "true", "KSU_VER_CODE", "10999"), "KernelSU 10999 is too old; need 11000 or newer", nil, "", ""},
+		{"kernelsu new enough", "matrix", with(magisk, "NVBASE", noConflict, "KSU", "true", "KSU_VER_CODE", "11000"), "", map[string]string{"manager": "kernelsu"}, "", ""},
+		{"no matrix", "nomatrix", magisk, "support-matrix.yaml is missing", nil, "", ""},
+		{"magisk passes", "default", magisk, "", map[string]string{"manager": "magisk", "manager_version_code": "27000", "api": "35", "abi": "arm64-v8a", "module_version": "0.3.0"}, "", ""},
+		{"kernelsu passes", "default", with(magisk, "KSU", "true", "KSU_VER_CODE", "11986", "MAGISK_VER_CODE", "25200", "API", "37"), "", map[string]string{"manager": "kernelsu", "manager_version_code": "11986", "api": "37"}, "", ""},
+		{"api from getprop", "default", with(magisk, "API", "", "FAKE_SDK", "36"), "", map[string]string{"api": "36"}, "", ""},
+		{"api too low", "default", with(magisk, "API", "34"), "Android API 34 is not supported (supported: 35 to 37)", nil, "", ""},
+		{"api too high", "default", with(magisk, "API", "38"), "Android API 38 is not supported", nil, "", ""},
+		{"api unreadable", "default", with(magisk, "API", "", "FAKE_SDK", ""), "Cannot read the Android API level", nil, "", ""},
+		{"api range set at pack time", "api30-34", with(magisk, "API", "34"), "", map[string]string{"api": "34"}, "", ""},
+		{"api above the packed range", "api30-34", with(magisk, "API", "35"), "supported: 30 to 34", nil, "", ""},
+		{"old magisk", "default", with(magisk, "MAGISK_VER_CODE", "20300"), "Magisk 20300 is too old; need 20400 or newer", nil, "", ""},
+		{"no magisk version", "default", with(magisk, "MAGISK_VER_CODE", ""), "Unknown Magisk version", nil, "", ""},
+		{"apatch", "default", with(magisk, "APATCH", "true", "KSU", "true"), "APatch is not supported", nil, "", ""},
+		{"wrong abi", "default", with(magisk, "ARCH", "x64"), "built for arm64-v8a but the device is 'x64'", nil, "", ""},
+		{"low space", "default", with(magisk, "FAKE_FREE_KB", "204800"), "/data has 200 MB free; AgentOS needs 300 MB", nil, "", ""},
+		{"df fails", "default", with(magisk, "FAKE_DF_FAIL", "1"), "Cannot read the free space on /data", nil, "", ""},
 	}
 	for _, sh := range shells(t) {
 		for _, tt := range tests {
 			t.Run(filepath.Base(sh[0])+"/"+tt.name, func(t *testing.T) {
 				modpath := t.TempDir()
+				script := tt.script
+				if script == "nomatrix" {
+					script = "default"
+				} else {
+					require.NoError(t, os.WriteFile(filepath.Join(modpath, "support-matrix.yaml"), matrices[script], 0o644))
+				}
 				args := append(sh[1:], filepath.Join(dir, "harness.sh"))
 				cmd := exec.Command(sh[0], args...)
-				cmd.Env = []string{"PATH=/usr/bin:/bin", "FAKEBIN=" + bin, "MODPATH=" + modpath, "SCRIPT=" + scripts[tt.script]}
+				cmd.Env = []string{"PATH=/usr/bin:/bin", "FAKEBIN=" + bin, "MODPATH=" + modpath, "SCRIPT=" + scripts[script]}
 				for k, v := range tt.env {
 					cmd.Env = append(cmd.Env, k+"="+v)
 				}
 				out, err := cmd.CombinedOutput()
 				text := string(out)
+				if tt.says != "" {
+					assert.Contains(t, text, tt.says)
+				}
+				if tt.silent != "" {
+					assert.NotContains(t, text, tt.silent)
+				}
 				if tt.abort != "" {
 					if err == nil || !regexp.MustCompile(`(?m)^abort: ! .*`+regexp.QuoteMeta(tt.abort)).MatchString(text) || strings.Contains(text, "sourced to the end") {
 						t.Fatalf("want abort %q, got (%v):\n%s", tt.abort, err, text)
@@ -287,6 +328,7 @@ func TestCustomizeScript(t *testing.T) {
 					"set_perm " + modpath + "/bin/agentosd 0 0 0755",
 					"set_perm " + modpath + "/service.sh 0 0 0755",
 					"set_perm " + modpath + "/uninstall.sh 0 0 0755",
+					"set_perm " + modpath + "/action.sh 0 0 0755",
 				} {
 					if !strings.Contains(text, want) {
 						t.Errorf("output lacks %q:\n%s", want, text)
@@ -326,11 +368,31 @@ func TestServiceScript(t *testing.T) {
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("%v: %s", err, out)
 			}
-			want := "supervise --moddir " + mod + " --root /data/agentos --runtime-uid 19000 --socket-prefix lab1-\n"
+			want := "supervise --moddir " + mod + " --root /data/agentos --min-api 35 --max-api 37 --runtime-uid 19000 --socket-prefix lab1-\n"
 			require.EventuallyWithT(t, func(c *assert.CollectT) {
 				got, _ := os.ReadFile(record)
 				assert.Equal(c, want, string(got), "agentosd's arguments")
 			}, 10*time.Second, 10*time.Millisecond)
+		})
+	}
+}
+
+func TestActionScript(t *testing.T) {
+	t.Parallel()
+	o := baseOptions(t)
+	o.Root = "/data/agentos-lab"
+	data, _, _ := entries(t, pack(t, o))
+	for _, sh := range shells(t) {
+		t.Run(filepath.Base(sh[0]), func(t *testing.T) {
+			mod := t.TempDir()
+			os.MkdirAll(filepath.Join(mod, "bin"), 0o755)
+			os.WriteFile(filepath.Join(mod, "bin", "agentosd"), []byte("#!/bin/sh\necho \"args: $*\"\n"), 0o755)
+			os.WriteFile(filepath.Join(mod, "action.sh"), data["action.sh"], 0o755)
+			cmd := exec.Command(sh[0], append(sh[1:], filepath.Join(mod, "action.sh"))...)
+			cmd.Env = []string{"PATH=/usr/bin:/bin"}
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, string(out))
+			assert.Equal(t, "args: supervise leave-safe-mode --root /data/agentos-lab\n", string(out))
 		})
 	}
 }
@@ -348,8 +410,12 @@ func TestUninstallScript(t *testing.T) {
 				t.Parallel()
 				dir := t.TempDir()
 				root := filepath.Join(dir, "agentos")
-				os.MkdirAll(filepath.Join(root, "supervisor"), 0o755)
-				os.WriteFile(filepath.Join(root, "apps.json"), []byte("{}"), 0o644)
+				kept := map[string]string{"runtime/store.db": "sessions", "apps/packages.json": "{}", "apps/data/org.x/notes": "mine"}
+				gone := []string{"supervisor/supervisor.log", "bin/agentosd", "status", "safe_mode"}
+				for _, f := range append(slices.Collect(maps.Keys(kept)), gone...) {
+					require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755))
+					require.NoError(t, os.WriteFile(filepath.Join(root, f), []byte(kept[f]), 0o644))
+				}
 				// A stand-in supervisor whose command line says agentosd:
 				// sleep under that name, or a shell that ignores SIGTERM.
 				fake := exec.Command("sh", "-c", "trap '' TERM; while :; do sleep 0.05; done # agentosd")
@@ -384,8 +450,14 @@ func TestUninstallScript(t *testing.T) {
 				if st, ok := fake.ProcessState.Sys().(syscall.WaitStatus); ok && stubborn && st.Signal() != syscall.SIGKILL {
 					t.Fatalf("stubborn supervisor ended by %v, want SIGKILL", st.Signal())
 				}
-				if _, err := os.Stat(root); !os.IsNotExist(err) {
-					t.Fatalf("data left: %v", err)
+				for f, want := range kept {
+					got, err := os.ReadFile(filepath.Join(root, f))
+					require.NoError(t, err, "uninstall removed %s", f)
+					assert.Equal(t, want, string(got), f)
+				}
+				for _, f := range append(gone, "supervisor") {
+					_, err := os.Lstat(filepath.Join(root, f))
+					assert.ErrorIs(t, err, os.ErrNotExist, "supervisor state %s left", f)
 				}
 			})
 		}

@@ -28,6 +28,7 @@ const (
 // and, from the signal handling that only the command does, when to
 // kick a stopped runtime (SIGUSR1).
 type CLI struct {
+	Stdout io.Writer // leave-safe-mode's answer
 	Stderr io.Writer
 	Kick   <-chan struct{}
 	// Clock, when set, returns the clock for the runtime data directory
@@ -39,9 +40,16 @@ type CLI struct {
 // Main runs `agentosd supervise [flags] [-- RUNTIME ARGV…]` until ctx
 // ends (SIGTERM) or the module is disabled, and returns the exit code.
 // The argv after "--" replaces the runtime's command (tests, labs).
+// `agentosd supervise leave-safe-mode [--root R]` leaves safe mode.
 func Main(ctx context.Context, args []string, cli CLI) int {
 	if cli.Stderr == nil {
 		cli.Stderr = io.Discard
+	}
+	if len(args) > 0 && args[0] == "leave-safe-mode" {
+		if cli.Stdout == nil {
+			cli.Stdout = io.Discard
+		}
+		return leaveSafeModeMain(args[1:], cli.Stdout, cli.Stderr)
 	}
 	var runtimeCmd []string
 	for i, a := range args {
@@ -50,8 +58,7 @@ func Main(ctx context.Context, args []string, cli CLI) int {
 			break
 		}
 	}
-	fs := flag.NewFlagSet("supervise", flag.ContinueOnError)
-	fs.SetOutput(cli.Stderr)
+	fs := newFlagSet("supervise", cli.Stderr)
 	var o Options
 	fs.StringVar(&o.Root, "root", DefaultRoot, "data root of the supervisor, the runtime and the apps")
 	fs.StringVar(&o.ModDir, "moddir", os.Getenv("MODDIR"), "module directory: exit when its disable or remove flag appears")
@@ -59,6 +66,8 @@ func Main(ctx context.Context, args []string, cli CLI) int {
 	fs.StringVar(&o.Names.Prefix, "socket-prefix", "", "socket-name prefix (several runtimes on one host)")
 	fs.StringVar(&o.Names.Dir, "socket-dir", "", "directory for socket files where abstract sockets do not exist")
 	fs.StringVar(&o.Getprop, "getprop", "", `getprop binary to wait for sys.boot_completed ("-": do not wait; default: from PATH)`)
+	fs.IntVar(&o.MinAPI, "min-api", 0, "lowest supported Android API level: below it, safe mode unsupported_api (0: unchecked)")
+	fs.IntVar(&o.MaxAPI, "max-api", 0, "highest supported Android API level (0: unchecked)")
 	uids := fs.String("uid-range", fmt.Sprintf("%d-%d", 10100, 19998), "uids given to installed apps")
 	logStderr := fs.Bool("log-stderr", false, "also write the log to stderr")
 	// Loop constants (spec §4.12); changed only by tests and labs.
@@ -137,6 +146,12 @@ func Main(ctx context.Context, args []string, cli CLI) int {
 		return ExitFailed
 	}
 	return ExitOK
+}
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
 }
 
 func parseRange(s string) (int, int, bool) {

@@ -9,19 +9,31 @@
 // off 1, 2, 4 … 60 s (reset after 60 s up); 5 deaths in 10 minutes put it
 // in safe mode: a safe_mode marker is written and the runtime is started
 // with AGENTOS_SAFE_MODE=1, which refuses new tasks with safe_mode;
-// removing the marker leaves safe mode. The supervisor also hosts the
-// launcher (package runtime/apps/launcher) that installs apps and starts
-// their processes under their uids, and it exits when $MODDIR/disable or
-// $MODDIR/remove appears.
+// removing the marker (agentosd supervise leave-safe-mode, the module's
+// action.sh) leaves safe mode. An Android API level outside --min-api and
+// --max-api is safe mode unsupported_api, which cannot be left. The
+// supervisor also hosts the launcher (package runtime/apps/launcher) that
+// installs apps and starts their processes under their uids, and it
+// exits when $MODDIR/disable or $MODDIR/remove appears.
 //
 // # Files (under the root, /data/agentos by default)
 //
 //	supervisor/            0700 root   supervisor.pid (flock), supervisor.log (256 KiB rotation), runtime.log
-//	status                 0644 root   key=value: protocol state reason seq since deaths runtime_pid backoff_ms safe_mode module_version module_version_code
-//	safe_mode              0644 root   marker: present = safe mode
+//	status                 0644 root   key=value: protocol state reason seq since deaths runtime_pid backoff_ms safe_mode module_version module_version_code boot_count
+//	boot_count             0644 root   supervisor starts on this root (one a boot)
+//	safe_mode              0644 root   marker: present = safe mode (agentosd supervise leave-safe-mode removes it)
+//	bundled                0644 root   "<package> <result>" per bundled app of $MODDIR/app/apps.list, this boot
 //	runtime/               0700 uid    the runtime's data (serve --data); heartbeat written by the runtime
 //	apps/                  0755 root   package table, code/, data/ (see runtime/apps)
 //	bin/agentosd           0755 root   this binary, copied where the runtime's uid can run it
+//
+// # Bundled apps
+//
+// Before the first runtime start of a boot the supervisor installs the
+// module's bundled apps ($MODDIR/app/apps.list, see BundledList): a
+// missing or older one is installed or upgraded, an equal or newer one is
+// left, one by another signer is left (sig_mismatch), and nothing is ever
+// downgraded or uninstalled.
 //
 // # The runtime's side
 //

@@ -73,6 +73,10 @@ func (s *Supervisor) loop(ctx context.Context) string {
 	if safe {
 		reason = ReasonCrashLoop
 	}
+	if s.unsupportedAPI != "" {
+		s.pinSafeMode()
+		safe, reason = true, ReasonUnsupportedAPI
+	}
 	for {
 		if s.moduleOff() {
 			return ReasonModuleDisabled
@@ -85,9 +89,15 @@ func (s *Supervisor) loop(ctx context.Context) string {
 			started = s.clock.Now()
 		} else {
 			started = rp.started
-			if safe {
+			switch {
+			case safe:
 				s.setStatus(StateSafeMode, reason, rp.pid, deaths.count(), true)
-			} else {
+			case reason == ReasonSafeModeExited:
+				// The first normal runtime after safe mode says why it
+				// runs (spec §11.9); later ones are plain restarts.
+				s.setStatus(StateOK, ReasonSafeModeExited, rp.pid, deaths.count(), false)
+				reason = ReasonRestart
+			default:
 				s.setStatus(StateOK, ReasonRuntimeUp, rp.pid, deaths.count(), false)
 			}
 			var out outcome
@@ -128,6 +138,10 @@ func (s *Supervisor) loop(ctx context.Context) string {
 		case rp == nil:
 			// It could not even be started: say so, and wait for a kick.
 			s.setStatus(StateStopped, ReasonRuntimeStartError, 0, n, false)
+		case hbState == "stopping":
+			// It shut down as asked (SIGTERM, the owner): left stopped
+			// until kicked, and said so (spec §11.9 user_stopped).
+			s.setStatus(StateStopped, ReasonUserStopped, 0, n, false)
 		default:
 			// An idle runtime that died is left dead (spec §11.7).
 			s.setStatus(StateStopped, ReasonRuntimeDied, 0, n, false)
@@ -162,6 +176,27 @@ func (s *Supervisor) inSafeMode() bool {
 	return err == nil
 }
 
+// pinSafeMode writes the marker for a safe mode that cannot be left.
+func (s *Supervisor) pinSafeMode() {
+	if err := writeAtomic(s.paths.SafeMode(), []byte(ReasonUnsupportedAPI+"\n"), 0o644); err != nil {
+		s.logger.Error("supervise: safe-mode marker not written", "err", err)
+	}
+}
+
+// leftSafeMode says the marker was removed and safe mode may end; on an
+// unsupported API it writes the marker again and says no.
+func (s *Supervisor) leftSafeMode() bool {
+	if s.inSafeMode() {
+		return false
+	}
+	if s.unsupportedAPI != "" {
+		s.logger.Warn("supervise: safe mode stays: Android API not supported", "api", s.unsupportedAPI)
+		s.pinSafeMode()
+		return false
+	}
+	return true
+}
+
 // pause waits d (0: until a kick) on the clock while watching the
 // supervisor's exits. It returns outDied to go on (time up or kicked).
 func (s *Supervisor) pause(ctx context.Context, d time.Duration, safe bool) outcome {
@@ -185,13 +220,16 @@ func (s *Supervisor) pause(ctx context.Context, d time.Duration, safe bool) outc
 		case <-timeUp:
 			return outDied
 		case <-s.kick:
+			if safe && s.leftSafeMode() {
+				return outSafeExit
+			}
 			s.logger.Info("supervise: kicked; starting the runtime")
 			return outDied
 		case <-poll.C:
 			if s.moduleOff() {
 				return outModule
 			}
-			if safe && !s.inSafeMode() {
+			if safe && s.leftSafeMode() {
 				return outSafeExit
 			}
 		}
@@ -220,13 +258,21 @@ func (s *Supervisor) watch(ctx context.Context, rp *runtimeProc, safe bool) (out
 		case <-ctx.Done():
 			s.stopRuntime(rp)
 			return outStop, tasks, state
+		case <-s.kick:
+			// leave-safe-mode kicks so the marker's removal counts at
+			// once; any other kick means nothing to a running runtime.
+			if safe && s.leftSafeMode() {
+				s.logger.Info("supervise: safe-mode marker removed; restarting the runtime normally")
+				s.stopRuntime(rp)
+				return outSafeExit, tasks, state
+			}
 		case <-timer.C:
 			read()
 			if s.moduleOff() {
 				s.stopRuntime(rp)
 				return outModule, tasks, state
 			}
-			if safe && !s.inSafeMode() {
+			if safe && s.leftSafeMode() {
 				s.logger.Info("supervise: safe-mode marker removed; restarting the runtime normally")
 				s.stopRuntime(rp)
 				return outSafeExit, tasks, state

@@ -37,6 +37,8 @@ const (
 	ReasonRestart           = "restart"
 	ReasonUIDConflict       = "uid_conflict"
 	ReasonRuntimeStartError = "runtime_start_failed"
+	ReasonUnsupportedAPI    = "unsupported_api"
+	ReasonUserStopped       = "user_stopped"
 )
 
 // Status is the content of the status file (<root>/status), key=value
@@ -57,6 +59,8 @@ type Status struct {
 	SafeMode          bool
 	ModuleVersion     string
 	ModuleVersionCode string
+	// BootCount counts the supervisor's starts on this root (one a boot).
+	BootCount int64
 }
 
 const statusProtocol = 1
@@ -75,6 +79,7 @@ func (s Status) Marshal() []byte {
 	fmt.Fprintf(&b, "safe_mode=%d\n", b2i(s.SafeMode))
 	fmt.Fprintf(&b, "module_version=%s\n", oneLine(s.ModuleVersion))
 	fmt.Fprintf(&b, "module_version_code=%s\n", oneLine(s.ModuleVersionCode))
+	fmt.Fprintf(&b, "boot_count=%d\n", s.BootCount)
 	return b.Bytes()
 }
 
@@ -146,6 +151,7 @@ func ReadStatus(path string) (*Status, error) {
 	s.RuntimePID, _ = strconv.Atoi(m["runtime_pid"])
 	s.BackoffMs, _ = strconv.ParseInt(m["backoff_ms"], 10, 64)
 	s.SafeMode = m["safe_mode"] == "1"
+	s.BootCount, _ = strconv.ParseInt(m["boot_count"], 10, 64)
 	return s, nil
 }
 

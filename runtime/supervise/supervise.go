@@ -123,6 +123,11 @@ type Options struct {
 	RuntimeUID, RuntimeGID int
 	// Names are the socket names (their prefix reaches the runtime).
 	Names transport.Names
+	// MinAPI and MaxAPI, when set, are the Android API levels the module
+	// supports: on another one (ro.build.version.sdk through Getprop) the
+	// runtime runs in safe mode, reason unsupported_api, which cannot be
+	// left (an OTA after flashing; customize.sh checked at flash time).
+	MinAPI, MaxAPI int
 	// Getprop is the getprop binary; "" looks it up in PATH, "-" means
 	// none (do not wait for boot).
 	Getprop string
@@ -166,6 +171,10 @@ type Supervisor struct {
 	paths  Paths
 	logger *slog.Logger
 	kick   chan struct{}
+
+	// unsupportedAPI is the API level outside MinAPI–MaxAPI ("" when
+	// supported or not checked): safe mode that cannot be left.
+	unsupportedAPI string
 
 	mu     sync.Mutex
 	status Status // guarded by mu
@@ -300,11 +309,13 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	}
 	defer pidf.Close()
 	s.logger.Info("supervise: started", "pid", os.Getpid(), "root", s.o.Root, "runtimeUID", s.o.RuntimeUID)
+	s.countBoot()
 	s.setStatus(StateInit, ReasonBoot, 0, 0, false)
 
 	if s.waitBoot(ctx) {
 		return nil
 	}
+	s.checkAPI(ctx)
 	if err := s.checkRuntimeUID(); err != nil {
 		s.setStatus(StateStopped, ReasonUIDConflict, 0, 0, false)
 		return err
@@ -331,6 +342,13 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	// The launcher's checks are among the rules a fault-injection build
 	// breaks; its fault file is under this supervisor's root.
 	faultinject.SetRoot(s.o.Root)
+	// Bundled apps before the runtime starts, so it finds them in the
+	// table; a failure is reported, never fatal.
+	if rs := installBundled(ctx, in, s.o.ModDir, s.logger); rs != nil {
+		if err := writeAtomic(filepath.Join(s.o.Root, bundledName), marshalBundled(rs), 0o644); err != nil {
+			s.logger.Warn("supervise: bundled results not written", "err", err)
+		}
+	}
 	lo := s.o.Launcher
 	lo.Installer, lo.Names, lo.RuntimeUID = in, s.o.Names, s.o.RuntimeUID
 	if lo.Environ == nil {
@@ -501,17 +519,62 @@ func (s *Supervisor) moduleOff() bool {
 // waitBoot waits for sys.boot_completed=1 when getprop exists. It
 // reports true when the supervisor must exit instead (ctx ended, module
 // disabled).
-func (s *Supervisor) waitBoot(ctx context.Context) bool {
-	getprop := s.o.Getprop
-	if getprop == "-" {
-		return false
+// bootCountName keeps the number of supervisor starts under the root.
+const bootCountName = "boot_count"
+
+// countBoot increments <root>/boot_count (a start of the supervisor is a
+// boot: service.sh runs it once per boot) and puts it in the status.
+func (s *Supervisor) countBoot() {
+	path := filepath.Join(s.o.Root, bootCountName)
+	var n int64
+	if b, err := os.ReadFile(path); err == nil {
+		n, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	}
+	n = max(n, 0) + 1
+	if err := writeAtomic(path, []byte(strconv.FormatInt(n, 10)+"\n"), 0o644); err != nil {
+		s.logger.Warn("supervise: boot count not written", "err", err)
+	}
+	s.mu.Lock()
+	s.status.BootCount = n
+	s.mu.Unlock()
+}
+
+// getprop returns the getprop binary, "" for none.
+func (s *Supervisor) getprop() string {
+	switch s.o.Getprop {
+	case "-":
+		return ""
+	case "":
+		p, _ := exec.LookPath("getprop")
+		return p
+	}
+	return s.o.Getprop
+}
+
+// checkAPI records an API level outside MinAPI–MaxAPI.
+func (s *Supervisor) checkAPI(ctx context.Context) {
+	getprop := s.getprop()
+	if getprop == "" || (s.o.MinAPI == 0 && s.o.MaxAPI == 0) {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	out, err := exec.CommandContext(cctx, getprop, "ro.build.version.sdk").Output()
+	cancel()
+	api, perr := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil || perr != nil {
+		s.logger.Warn("supervise: API level unreadable; not checked", "err", errors.Join(err, perr))
+		return
+	}
+	if (s.o.MinAPI > 0 && api < s.o.MinAPI) || (s.o.MaxAPI > 0 && api > s.o.MaxAPI) {
+		s.unsupportedAPI = strconv.Itoa(api)
+		s.logger.Error("supervise: Android API not supported; safe mode", "api", api, "min", s.o.MinAPI, "max", s.o.MaxAPI)
+	}
+}
+
+func (s *Supervisor) waitBoot(ctx context.Context) bool {
+	getprop := s.getprop()
 	if getprop == "" {
-		p, err := exec.LookPath("getprop")
-		if err != nil {
-			return false
-		}
-		getprop = p
+		return false
 	}
 	logged := false
 	for {

@@ -540,7 +540,7 @@ func TestCrashLoopSafeMode(t *testing.T) {
 	// Removing the marker leaves safe mode: a normal runtime replaces it.
 	os.Remove(p.SafeMode())
 	st = h.await("ok again", func(s Status) bool { return s.State == StateOK && s.RuntimePID > 0 })
-	if st.SafeMode || st.Deaths != 0 {
+	if st.SafeMode || st.Deaths != 0 || st.Reason != ReasonSafeModeExited {
 		t.Fatalf("after safe mode: %+v", st)
 	}
 	if starts := h.awaitStarts(7); len(starts) != 7 || strings.Contains(starts[6], "safe=1") {

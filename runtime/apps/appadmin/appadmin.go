@@ -196,7 +196,7 @@ func SupervisorSection(statusPath string) admin.StatusSection {
 		return map[string]any{
 			"state": st.State, "reason": st.Reason, "since": st.Since, "deaths": st.Deaths,
 			"runtimePid": st.RuntimePID, "safeMode": st.SafeMode,
-			"moduleVersion": st.ModuleVersion, "moduleVersionCode": st.ModuleVersionCode,
+			"moduleVersion": st.ModuleVersion, "moduleVersionCode": st.ModuleVersionCode, "bootCount": st.BootCount,
 		}, nil
 	}}
 }

@@ -40,5 +40,5 @@ func superviseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		f := labclock.Follow(runtimeData, log)
 		return f.Clock(), f.Close
 	}
-	return supervise.Main(ctx, args, supervise.CLI{Stderr: stderr, Kick: kicks, Clock: follow})
+	return supervise.Main(ctx, args, supervise.CLI{Stdout: stdout, Stderr: stderr, Kick: kicks, Clock: follow})
 }
