@@ -86,6 +86,11 @@ type Options struct {
 	// device, every attempt kept (see runner.Options).
 	Repeat    int
 	UntilFail bool
+	// Soak, when positive, repeats the selection until this much time is
+	// spent, sampling every device's runtime and the host adb server
+	// after every iteration (lab/soak); a figure that grows past its
+	// bound fails the run as the lab/soak scenario.
+	Soak time.Duration
 	// KeepDevices leaves the virtual devices the run starts running
 	// afterwards (agentlab vdevice stop ends them).
 	KeepDevices bool
@@ -159,6 +164,9 @@ type run struct {
 
 	mu      sync.Mutex // guards secrets
 	secrets []reports.Secret
+
+	records []reports.Device // the devices' records as the last queue left them
+	soaked  *reports.Soak    // what a soak sampled
 }
 
 // Run is agentlab run: it starts or adopts the devices cfg names, probes
@@ -202,7 +210,12 @@ func Run(ctx context.Context, cfg *config.Config, sel Selection, opts *Options) 
 		if err := r.setUp(ctx); err != nil {
 			return nil, err
 		}
-		if res, err = r.queue(ctx); err != nil {
+		if r.o.Soak > 0 {
+			res, err = r.soak(ctx)
+		} else {
+			res, err = r.queue(ctx, "")
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -360,13 +373,16 @@ func (r *run) openPool(ctx context.Context) error {
 	return nil
 }
 
-// queue runs the scenarios on the pool, each configured pool in turn.
-func (r *run) queue(ctx context.Context) (*runner.Result, error) {
+// queue runs the scenarios on the pool, each configured pool in turn;
+// prefix goes before every scenario's name (a soak's iteration).
+func (r *run) queue(ctx context.Context, prefix string) (*runner.Result, error) {
 	tokens, kinds := map[string]string{}, map[string]reports.DeviceKind{}
-	var records []reports.Device
+	records := r.records
 	for _, d := range r.devs {
 		tokens[d.Serial], kinds[d.Serial] = d.token, d.record.Kind
-		records = append(records, *d.record)
+		if r.records == nil {
+			records = append(records, *d.record)
+		}
 	}
 	exec := &runner.DeviceExecutor{Tokens: tokens, Kinds: kinds, Secret: r.secret, Logger: r.o.Logger,
 		ConsentDriver: r.o.ConsentDriver, Chromium: r.o.Chromium}
@@ -409,8 +425,9 @@ func (r *run) queue(ctx context.Context) (*runner.Result, error) {
 					at.FinishedAt.Sub(at.StartedAt).Round(10*time.Millisecond))
 			},
 		}
+		ro.NamePrefix = prefix
 		if p.Name != "" {
-			ro.NamePrefix = p.Name + "/"
+			ro.NamePrefix += p.Name + "/"
 		}
 		res, err := runner.Run(ctx, ro)
 		if err != nil {
@@ -419,6 +436,7 @@ func (r *run) queue(ctx context.Context) (*runner.Result, error) {
 		total.Scenarios = append(total.Scenarios, res.Scenarios...)
 		total.Devices = res.Devices
 		records = res.Devices
+		r.records = res.Devices
 		total.Overheads = append(total.Overheads, res.Overheads...)
 		total.Interrupted = total.Interrupted || res.Interrupted
 		if res.Interrupted {
@@ -442,6 +460,7 @@ func (r *run) report(res *runner.Result) (*reports.Run, error) {
 		Model:     reports.Model{Kind: reports.ModelStub},
 		Devices:   res.Devices,
 		Scenarios: res.Scenarios,
+		Soak:      r.soaked,
 	}
 	if out.Devices == nil {
 		for _, d := range r.devs {

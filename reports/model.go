@@ -32,6 +32,8 @@ type Run struct {
 	Model        Model      `json:"model"`
 	Devices      []Device   `json:"devices"`
 	Scenarios    []Scenario `json:"scenarios"`
+	// Soak is what agentlab run --soak sampled; absent otherwise.
+	Soak *Soak `json:"soak,omitempty"`
 	// Summary is derived from Scenarios and Devices; writers recompute it
 	// (Summarize), so a caller need not fill it in.
 	Summary Summary `json:"summary"`

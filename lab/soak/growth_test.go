@@ -3,8 +3,11 @@ package soak
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 
+	"github.com/agentoslab/agentlab/runtime/admin"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func series(n int, f func(i int) float64) []float64 {
@@ -44,4 +47,33 @@ func TestJudge(t *testing.T) {
 			assert.Equal(t, tc.grew, grew, "growth %.1f bound %.1f", growth, bound)
 		})
 	}
+}
+
+// TestRecorder: series per device and metric, judged with their
+// metric's bound, the failing ones as failing checks.
+func TestRecorder(t *testing.T) {
+	rec := NewRecorder()
+	at := time.Unix(0, 0)
+	for i := 1; i <= 12; i++ {
+		rec.AddProcess("vd-1", i, at, admin.Process{Goroutines: 40, RSSBytes: 30 << 20, FDs: 20 + 2*i, StoreBytes: 1 << 20})
+		rec.Add(HostDevice, MetricADBFDs, i, at, 15)
+	}
+	s := rec.Result(time.Minute)
+	assert.Equal(t, 12, s.Iterations)
+	require.Len(t, s.Series, 5)
+	var grew []string
+	for _, sr := range s.Series {
+		assert.Len(t, sr.Samples, 12)
+		if sr.Grew {
+			grew = append(grew, sr.Device+" "+sr.Metric)
+		}
+	}
+	assert.Equal(t, []string{"vd-1 runtime.fds"}, grew)
+	var failing []string
+	for _, c := range Checks(s) {
+		if !c.OK {
+			failing = append(failing, c.Name)
+		}
+	}
+	assert.Equal(t, []string{"runtime.fds on vd-1 stays flat"}, failing)
 }
