@@ -10,7 +10,7 @@ import (
 // timeline kind) bump the minor; anything a reader written for an older minor
 // would misread (a renamed or removed field, a changed meaning, a new
 // verdict) bumps the major. Load accepts every document of the same major.
-const SchemaVersion = "1.0"
+const SchemaVersion = "1.1"
 
 // SchemaMajor is the major part of SchemaVersion.
 const SchemaMajor = 1
