@@ -167,6 +167,8 @@ type run struct {
 
 	records []reports.Device // the devices' records as the last queue left them
 	soaked  *reports.Soak    // what a soak sampled
+	// soakIteration is the soak's iteration the queue runs (0: no soak).
+	soakIteration int
 }
 
 // Run is agentlab run: it starts or adopts the devices cfg names, probes
@@ -411,12 +413,16 @@ func (r *run) queue(ctx context.Context, prefix string) (*runner.Result, error) 
 	if len(pools) == 0 {
 		pools = []config.Pool{{}}
 	}
+	filtered := r.plan.Filtered
+	if r.soakIteration > 1 {
+		filtered = nil // the first iteration reports them skipped
+	}
 	total := &runner.Result{}
 	for _, p := range pools {
 		base := p.Selector()
 		base.NeedRoot, base.Module = true, module.ID
 		ro := runner.Options{
-			Scenarios: r.plan.Run, Filtered: r.plan.Filtered, Leaser: runner.Pool(r.pool), Executor: exec, RunDir: r.out,
+			Scenarios: r.plan.Run, Filtered: filtered, Leaser: runner.Pool(r.pool), Executor: exec, RunDir: r.out,
 			Base: base, Attempts: r.cfg.Retries.Attempts, RetryBudget: r.cfg.Retries.Budget, LabFaultRequeues: r.cfg.Retries.LabFaultRequeues,
 			Timeout: r.cfg.Timeouts.Scenario.D(), Parallel: parallel, Keep: keep, Model: model, Apps: r.provided,
 			Repeat: r.o.Repeat, UntilFail: r.o.UntilFail, Stop: r.o.Stop, Devices: records, Logger: r.o.Logger,

@@ -28,6 +28,7 @@ func (r *run) soak(ctx context.Context) (*runner.Result, error) {
 	rec := soak.NewRecorder()
 	total := &runner.Result{}
 	for i := 1; ; i++ {
+		r.soakIteration = i
 		res, err := r.queue(ctx, fmt.Sprintf("soak%d/", i))
 		if err != nil {
 			return nil, err
