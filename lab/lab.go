@@ -86,6 +86,11 @@ type Options struct {
 	// device, every attempt kept (see runner.Options).
 	Repeat    int
 	UntilFail bool
+	// Soak, when positive, repeats the selection until this much time is
+	// spent, sampling every device's runtime and the host adb server
+	// after every iteration (lab/soak); a figure that grows past its
+	// bound fails the run as the lab/soak scenario.
+	Soak time.Duration
 	// KeepDevices leaves the virtual devices the run starts running
 	// afterwards (agentlab vdevice stop ends them).
 	KeepDevices bool
@@ -159,6 +164,11 @@ type run struct {
 
 	mu      sync.Mutex // guards secrets
 	secrets []reports.Secret
+
+	records []reports.Device // the devices' records as the last queue left them
+	soaked  *reports.Soak    // what a soak sampled
+	// soakIteration is the soak's iteration the queue runs (0: no soak).
+	soakIteration int
 }
 
 // Run is agentlab run: it starts or adopts the devices cfg names, probes
@@ -202,7 +212,12 @@ func Run(ctx context.Context, cfg *config.Config, sel Selection, opts *Options) 
 		if err := r.setUp(ctx); err != nil {
 			return nil, err
 		}
-		if res, err = r.queue(ctx); err != nil {
+		if r.o.Soak > 0 {
+			res, err = r.soak(ctx)
+		} else {
+			res, err = r.queue(ctx, "")
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -360,13 +375,16 @@ func (r *run) openPool(ctx context.Context) error {
 	return nil
 }
 
-// queue runs the scenarios on the pool, each configured pool in turn.
-func (r *run) queue(ctx context.Context) (*runner.Result, error) {
+// queue runs the scenarios on the pool, each configured pool in turn;
+// prefix goes before every scenario's name (a soak's iteration).
+func (r *run) queue(ctx context.Context, prefix string) (*runner.Result, error) {
 	tokens, kinds := map[string]string{}, map[string]reports.DeviceKind{}
-	var records []reports.Device
+	records := r.records
 	for _, d := range r.devs {
 		tokens[d.Serial], kinds[d.Serial] = d.token, d.record.Kind
-		records = append(records, *d.record)
+		if r.records == nil {
+			records = append(records, *d.record)
+		}
 	}
 	exec := &runner.DeviceExecutor{Tokens: tokens, Kinds: kinds, Secret: r.secret, Logger: r.o.Logger,
 		ConsentDriver: r.o.ConsentDriver, Chromium: r.o.Chromium}
@@ -395,12 +413,16 @@ func (r *run) queue(ctx context.Context) (*runner.Result, error) {
 	if len(pools) == 0 {
 		pools = []config.Pool{{}}
 	}
+	filtered := r.plan.Filtered
+	if r.soakIteration > 1 {
+		filtered = nil // the first iteration reports them skipped
+	}
 	total := &runner.Result{}
 	for _, p := range pools {
 		base := p.Selector()
 		base.NeedRoot, base.Module = true, module.ID
 		ro := runner.Options{
-			Scenarios: r.plan.Run, Filtered: r.plan.Filtered, Leaser: runner.Pool(r.pool), Executor: exec, RunDir: r.out,
+			Scenarios: r.plan.Run, Filtered: filtered, Leaser: runner.Pool(r.pool), Executor: exec, RunDir: r.out,
 			Base: base, Attempts: r.cfg.Retries.Attempts, RetryBudget: r.cfg.Retries.Budget, LabFaultRequeues: r.cfg.Retries.LabFaultRequeues,
 			Timeout: r.cfg.Timeouts.Scenario.D(), Parallel: parallel, Keep: keep, Model: model, Apps: r.provided,
 			Repeat: r.o.Repeat, UntilFail: r.o.UntilFail, Stop: r.o.Stop, Devices: records, Logger: r.o.Logger,
@@ -409,8 +431,9 @@ func (r *run) queue(ctx context.Context) (*runner.Result, error) {
 					at.FinishedAt.Sub(at.StartedAt).Round(10*time.Millisecond))
 			},
 		}
+		ro.NamePrefix = prefix
 		if p.Name != "" {
-			ro.NamePrefix = p.Name + "/"
+			ro.NamePrefix += p.Name + "/"
 		}
 		res, err := runner.Run(ctx, ro)
 		if err != nil {
@@ -419,6 +442,7 @@ func (r *run) queue(ctx context.Context) (*runner.Result, error) {
 		total.Scenarios = append(total.Scenarios, res.Scenarios...)
 		total.Devices = res.Devices
 		records = res.Devices
+		r.records = res.Devices
 		total.Overheads = append(total.Overheads, res.Overheads...)
 		total.Interrupted = total.Interrupted || res.Interrupted
 		if res.Interrupted {
@@ -442,6 +466,7 @@ func (r *run) report(res *runner.Result) (*reports.Run, error) {
 		Model:     reports.Model{Kind: reports.ModelStub},
 		Devices:   res.Devices,
 		Scenarios: res.Scenarios,
+		Soak:      r.soaked,
 	}
 	if out.Devices == nil {
 		for _, d := range r.devs {

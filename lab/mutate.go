@@ -138,7 +138,7 @@ func Mutate(ctx context.Context, cfg *config.Config, sel Selection, opts *Option
 			label = "baseline (no fault)"
 		}
 		progressf(o, "round %s: %d scenarios", label, len(r.plan.Run))
-		res, err := r.queue(ctx)
+		res, err := r.queue(ctx, "")
 		if err != nil {
 			return nil, err
 		}

@@ -155,6 +155,7 @@ func writeHTMLWith(out io.Writer, r *Run, extra func(htmlWriter)) error {
 	writeHTMLDevices(w, r)
 	writeHTMLTimeline(w, r, ids)
 	writeHTMLScenarios(w, r, ids)
+	writeHTMLSoak(w, r)
 	if extra != nil {
 		extra(w)
 	}

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"io"
+	"math"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -253,6 +254,11 @@ func encodeRun(w io.Writer, r *Run) error {
 		j.close(']')
 	}
 
+	if r.Soak != nil {
+		j.key("soak")
+		encodeSoak(j, r.Soak)
+	}
+
 	s := &r.Summary
 	j.key("summary")
 	j.open('{')
@@ -424,4 +430,66 @@ func encodeUpstream(w io.Writer, d *upstreamDoc) error {
 	j.close('}')
 	j.buf = append(j.buf, '\n')
 	return j.flush()
+}
+
+func encodeSoak(j *jsonOut, s *Soak) {
+	j.open('{')
+	j.fInt("durationMs", s.DurationMs)
+	j.fInt("iterations", int64(s.Iterations))
+	j.key("series")
+	if s.Series == nil {
+		j.null()
+	} else {
+		j.open('[')
+		for _, sr := range s.Series {
+			j.open('{')
+			j.fStr("device", sr.Device)
+			j.fStr("metric", sr.Metric)
+			j.fStr("unit", sr.Unit)
+			j.key("samples")
+			if sr.Samples == nil {
+				j.null()
+			} else {
+				j.open('[')
+				for _, sm := range sr.Samples {
+					j.open('{')
+					j.fInt("iteration", int64(sm.Iteration))
+					j.fTime("at", sm.At)
+					j.key("value")
+					j.float(sm.Value)
+					j.close('}')
+				}
+				j.close(']')
+			}
+			j.key("growth")
+			j.float(sr.Growth)
+			j.key("bound")
+			j.float(sr.Bound)
+			j.fBool("grew", sr.Grew)
+			j.close('}')
+		}
+		j.close(']')
+	}
+	j.close('}')
+}
+
+// float writes f as encoding/json does (finite values only: a soak's
+// figures are counts and sizes).
+func (j *jsonOut) float(f float64) {
+	j.elem()
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	start := len(j.buf)
+	j.buf = strconv.AppendFloat(j.buf, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9, as encoding/json does
+		n := len(j.buf) - start
+		if n >= 4 && j.buf[len(j.buf)-4] == 'e' && j.buf[len(j.buf)-3] == '-' && j.buf[len(j.buf)-2] == '0' {
+			j.buf[len(j.buf)-2] = j.buf[len(j.buf)-1]
+			j.buf = j.buf[:len(j.buf)-1]
+		}
+	}
 }

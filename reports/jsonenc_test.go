@@ -57,7 +57,14 @@ func TestJSONEncoderMatchesEncodingJSON(t *testing.T) {
 	raw.Scenarios[1].Attempts[0].Checks = nil
 	raw.Devices[1].Health = nil
 
+	soaked := sampleRun()
+	soaked.Soak = &Soak{DurationMs: 40_000, Iterations: 3, Series: []SoakSeries{
+		{Device: "vd-1", Metric: "runtime.rss", Unit: "bytes", Growth: 1.5e-7, Bound: 16 << 20, Grew: true,
+			Samples: []SoakSample{{1, odd.StartedAt, 31457280}, {2, odd.StartedAt, 0.25}, {3, odd.StartedAt, 3e21}}},
+		{Device: "host", Metric: "adb.fds", Unit: "count"},
+	}}
 	runs := map[string]*Run{
+		"soak":     prepare(soaked),
 		"sample":   prepare(sampleRun()),
 		"odd":      prepare(odd),
 		"raw":      raw,

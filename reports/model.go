@@ -10,7 +10,7 @@ import (
 // timeline kind) bump the minor; anything a reader written for an older minor
 // would misread (a renamed or removed field, a changed meaning, a new
 // verdict) bumps the major. Load accepts every document of the same major.
-const SchemaVersion = "1.0"
+const SchemaVersion = "1.1"
 
 // SchemaMajor is the major part of SchemaVersion.
 const SchemaMajor = 1
@@ -32,6 +32,8 @@ type Run struct {
 	Model        Model      `json:"model"`
 	Devices      []Device   `json:"devices"`
 	Scenarios    []Scenario `json:"scenarios"`
+	// Soak is what agentlab run --soak sampled; absent otherwise.
+	Soak *Soak `json:"soak,omitempty"`
 	// Summary is derived from Scenarios and Devices; writers recompute it
 	// (Summarize), so a caller need not fill it in.
 	Summary Summary `json:"summary"`

@@ -189,6 +189,9 @@ func (s *Server) Command(ctx context.Context, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// PID is the server process's id (a soak samples its figures).
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
 // Done is closed when the server process has exited.
 func (s *Server) Done() <-chan struct{} { return s.done }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/agentoslab/agentlab/lab"
 	"github.com/agentoslab/agentlab/lab/config"
@@ -26,6 +27,7 @@ type runFlags struct {
 	scenarios         []string
 	repeat            int
 	untilFail         bool
+	soak              time.Duration
 	parallel          int
 	keepDevices       bool
 	dryRun            bool
@@ -65,6 +67,13 @@ shard is a hash of its name) and join their results with "agentlab report merge"
 Reproduce a case with --scenario NAME --repeat N (or --until-fail): one device,
 every attempt kept with its artifacts, a pass/fail count at the end.
 
+Soak with --soak 30m: the selection runs again and again until the time is spent
+(iteration N's scenarios are named soakN/NAME); after every iteration the lab samples
+each device's runtime (RSS, descriptors, goroutines, store size, from ctl status) and
+the lab's adb server (RSS, descriptors). A figure that keeps growing past its bound
+fails the run as the lab/soak scenario; report.html charts every series and
+results.json carries the samples.
+
 The first Ctrl-C stops queueing and lets running scenarios finish (devices released,
 reports written); a second one aborts them.
 
@@ -86,7 +95,8 @@ func newRunCmd(a *app) *cobra.Command {
   agentlab run --scenario 'desktop/*' --json
   agentlab run --shard 1/4 --parallel 2
   agentlab run --scenario notes/revoke --repeat 20 --until-fail --keep-devices
-  agentlab run --tags smoke --dry-run`,
+  agentlab run --tags smoke --dry-run
+  agentlab run --tags nightly --soak 30m`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSuite(cmd, a, &f)
@@ -99,6 +109,7 @@ func newRunCmd(a *app) *cobra.Command {
 	fl.StringArrayVar(&f.scenarios, "scenario", nil, "run only this scenario: a name or a glob such as 'desktop/*' (repeatable)")
 	fl.IntVar(&f.repeat, "repeat", 0, "run the one selected scenario N times on one device, keeping every attempt")
 	fl.BoolVar(&f.untilFail, "until-fail", false, "with one scenario: repeat until it fails (at most --repeat, default 100)")
+	fl.DurationVar(&f.soak, "soak", 0, "repeat the selection until this much time is spent, failing when the runtime's or adb's figures grow")
 	fl.IntVar(&f.parallel, "parallel", 0, "scenarios running at once (default lab.yaml's parallelism, else one per device)")
 	fl.BoolVar(&f.keepDevices, "keep-devices", false, "leave the virtual devices running afterwards (agentlab vdevice stop ends them)")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the scenarios the selection runs and exit; touches no device")
@@ -136,8 +147,11 @@ func (f *runFlags) selection(cmd *cobra.Command) (lab.Selection, error) {
 	if f.consentDriver != "" && !slices.Contains(scenario.ConsentDrivers, f.consentDriver) {
 		return sel, usagef(cmd, "--consent-driver: want admin or ui, got %q", f.consentDriver)
 	}
-	if f.repeat < 0 || f.parallel < 0 {
-		return sel, usagef(cmd, "--repeat and --parallel must not be negative")
+	if f.repeat < 0 || f.parallel < 0 || f.soak < 0 {
+		return sel, usagef(cmd, "--repeat, --parallel and --soak must not be negative")
+	}
+	if f.soak > 0 && (f.repeat > 0 || f.untilFail) {
+		return sel, usagef(cmd, "--soak repeats the whole selection: not with --repeat or --until-fail")
 	}
 	return sel, nil
 }
@@ -156,6 +170,7 @@ func runSuite(cmd *cobra.Command, a *app, f *runFlags) error {
 	}
 	o := a.labOptions()
 	o.Parallel, o.Repeat, o.UntilFail, o.KeepDevices = f.parallel, f.repeat, f.untilFail, f.keepDevices
+	o.Soak = f.soak
 	o.Build = lab.BuildOptions{Prebuilt: f.prebuilt, CacheDir: f.cacheDir}
 	o.ConsentDriver, o.Chromium = f.consentDriver, f.chromium
 

@@ -26,6 +26,9 @@ type Status struct {
 	// it).
 	Apps       *AppsSection       `json:"-"`
 	Supervisor *SupervisorSection `json:"-"`
+	// Process is the runtime process's figures (nil from a runtime
+	// older than the section).
+	Process *admin.Process `json:"-"`
 	// Raw is the whole result, with sections this type does not name.
 	Raw json.RawMessage `json:"-"`
 }
@@ -62,6 +65,7 @@ func (c *Client) Status(ctx context.Context) (*Status, error) {
 	var sections struct {
 		Apps       json.RawMessage `json:"apps"`
 		Supervisor json.RawMessage `json:"supervisor"`
+		Process    json.RawMessage `json:"process"`
 	}
 	json.Unmarshal(raw, &sections)
 	if len(sections.Apps) > 0 {
@@ -74,6 +78,12 @@ func (c *Client) Status(ctx context.Context) (*Status, error) {
 		var s SupervisorSection
 		if json.Unmarshal(sections.Supervisor, &s) == nil {
 			st.Supervisor = &s
+		}
+	}
+	if len(sections.Process) > 0 {
+		var p admin.Process
+		if json.Unmarshal(sections.Process, &p) == nil {
+			st.Process = &p
 		}
 	}
 	st.Raw = raw

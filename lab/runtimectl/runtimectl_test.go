@@ -59,7 +59,7 @@ func ok(stdout string) func(string) (devices.Result, error) {
 }
 
 func TestCommandLine(t *testing.T) {
-	f := &fakeDevice{answer: ok(`{"version":"1.0","pid":42,"uid":19999,"safeMode":false,"tasks":{"running":1,"queued":2},"apps":{"installed":3,"tableVersion":9},"supervisor":{"state":"ok","runtimePid":42,"moduleVersionCode":"7"},"broken":1,"extra":{"x":1}}`)}
+	f := &fakeDevice{answer: ok(`{"version":"1.0","pid":42,"uid":19999,"safeMode":false,"tasks":{"running":1,"queued":2},"apps":{"installed":3,"tableVersion":9},"supervisor":{"state":"ok","runtimePid":42,"moduleVersionCode":"7"},"process":{"goroutines":31,"rssBytes":4096,"fds":12,"storeBytes":8192},"broken":1,"extra":{"x":1}}`)}
 	c := New(f, &Options{SocketPrefix: "t1."})
 	st, err := c.Status(context.Background())
 	if err != nil {
@@ -68,7 +68,8 @@ func TestCommandLine(t *testing.T) {
 	if got, want := f.cmds[0], `'/data/adb/modules/agentos/bin/agentosd' ctl --json --socket-prefix 't1.' 'status'`; got != want {
 		t.Errorf("command\n %s\nwant\n %s", got, want)
 	}
-	if st.Version != "1.0" || st.PID != 42 || st.Tasks.Queued != 2 || st.Apps.Installed != 3 || st.Supervisor.State != "ok" || !strings.Contains(string(st.Raw), `"extra"`) {
+	if st.Version != "1.0" || st.PID != 42 || st.Tasks.Queued != 2 || st.Apps.Installed != 3 || st.Supervisor.State != "ok" ||
+		st.Process == nil || st.Process.Goroutines != 31 || st.Process.FDs != 12 || st.Process.StoreBytes != 8192 || !strings.Contains(string(st.Raw), `"extra"`) {
 		t.Errorf("status = %+v", st)
 	}
 

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/agentoslab/agentlab/runtime/aci/controller"
 	"github.com/agentoslab/agentlab/runtime/admin"
@@ -88,6 +89,9 @@ func (s *System) adminMethods() []admin.Method {
 	return ms
 }
 
+// storeFile is the store's database in the data directory.
+const storeFile = "agentos.db"
+
 // statusSections are the sections of `agentosd ctl status`.
 func (s *System) statusSections() []admin.StatusSection {
 	var secs []admin.StatusSection
@@ -106,6 +110,8 @@ func (s *System) statusSections() []admin.StatusSection {
 	secs = append(secs, admin.StatusSection{Name: "platform", Read: func(context.Context) (any, error) {
 		return platform.Current().Info(), nil
 	}})
+	// The process's own figures, for soaks (agentlab run --soak).
+	secs = append(secs, admin.ProcessSection(admin.StoreFiles(filepath.Join(s.opts.Data, storeFile))...))
 	return secs
 }
 

@@ -179,7 +179,7 @@ func open(ctx context.Context, opts *Options, stdio bool) (s *System, err error)
 	if err := s.beat.set(stateStarting, 0); err != nil {
 		s.log.Warn("heartbeat not written", "err", err)
 	}
-	if s.Store, err = store.Open(ctx, filepath.Join(o.Data, "agentos.db")); err != nil {
+	if s.Store, err = store.Open(ctx, filepath.Join(o.Data, storeFile)); err != nil {
 		return s, fmt.Errorf("daemon: %w", err)
 	}
 	models, err := s.openModels()

@@ -3,11 +3,13 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"os"
 
 	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/errcode"
 	"github.com/agentoslab/agentlab/runtime/ids"
 	"github.com/agentoslab/agentlab/runtime/internal/chars"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 	"github.com/agentoslab/agentlab/runtime/store"
 )
 
@@ -67,6 +69,9 @@ func (r *Turn) Result() (stopReason string, err error) {
 func (e *Engine) Submit(ctx context.Context, c Caller, sessionID string, p Prompt) (*Turn, error) {
 	if e.safeMode.Load() {
 		return nil, errcode.New(errcode.SafeMode, "The runtime is in safe mode and accepts no new tasks.")
+	}
+	if faultinject.Enabled && faultinject.Active(faultinject.SoakLeak) {
+		leakOnPurpose()
 	}
 	admitted, err := e.admit.Admit(ctx, c, p.Chars)
 	if err != nil {
@@ -284,4 +289,18 @@ func (e *Engine) waitTasks(ctx context.Context, ts []*task) bool {
 		}
 	}
 	return true
+}
+
+// leakOnPurpose is the soak_leak fault: a descriptor and the goroutine
+// holding it, never released, so that a soak sees both climb.
+func leakOnPurpose() {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		return
+	}
+	var never chan struct{} // nil: receiving blocks for ever
+	go func() {
+		<-never
+		f.Close() // keeps f referenced, so no finalizer closes it
+	}()
 }

@@ -14,6 +14,9 @@ type Fault struct {
 	Promise string
 	// Guards are the scenarios whose checks must go red under the fault: a
 	// targeted selection that proves it is caught without the full suite.
+	// Guards is empty only for soak_leak: a leak shows over many
+	// iterations, never in one scenario; scenarios/soak proves it with
+	// agentlab run --soak.
 	Guards []string
 }
 
@@ -61,6 +64,7 @@ var All = []Fault{
 		[]string{"security/oversize-stays-open"}},
 	{"revoke_leaves_connected", "revoking a caller app closes its channels (§5.6)",
 		[]string{"third-party/revoke-closes"}},
+	{"soak_leak", "a prompt's goroutines and descriptors end with it", nil},
 }
 
 // Names are the faults' names, in order.

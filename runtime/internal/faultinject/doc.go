@@ -44,6 +44,8 @@
 //	oversize_closes_channel      a tool_call update goes out whole (no rawInput marker) and an oversize
 //	                             outgoing message ends the connection instead of being answered locally
 //	revoke_leaves_connected      revoking a caller app leaves its channels open
+//	soak_leak                    every prompt leaks a goroutine and a descriptor (caught by a soak, not by
+//	                             a scenario: scenarios/soak)
 package faultinject
 
 // Names of the faults.
@@ -69,6 +71,7 @@ const (
 	PluginsEnabledByDefault  = "plugins_enabled_by_default"
 	OversizeClosesChannel    = "oversize_closes_channel"
 	RevokeLeavesConnected    = "revoke_leaves_connected"
+	SoakLeak                 = "soak_leak"
 )
 
 // Faults lists every fault.
@@ -77,7 +80,7 @@ var Faults = []string{
 	HighOffersAlwaysAllow, UnofferedAnswerAllows, ConsentTimeoutAllows, PairingAttemptsUnlimited,
 	PairingCodeReusable, DesktopAnyUID, ReadSkillDotDot, SessionMCPLoopback, ModelKeyLogged,
 	CrossAppSessionLoad, ProviderPeerUIDUnchecked, SignatureKeepsGrant, BusyQuotaIgnored,
-	PluginsEnabledByDefault, OversizeClosesChannel, RevokeLeavesConnected,
+	PluginsEnabledByDefault, OversizeClosesChannel, RevokeLeavesConnected, SoakLeak,
 }
 
 // Names of the switches.
