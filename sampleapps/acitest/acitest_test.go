@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -44,4 +45,29 @@ func TestCapabilities(t *testing.T) {
 	resp, err := cl.Call(ctx, Runs, wire.Bundle{}, 0)
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), resp.Result["runs"].IntVal(), "an unconfirmed dangerous call never runs")
+}
+
+// TestRawDeclaresThePitfall: the raw server's version-string description
+// reaches the controller's parser, which skips that capability only.
+func TestRawDeclaresThePitfall(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	socket := fmt.Sprintf("@aci.test.%d.%s", os.Getpid(), t.Name())
+	done := make(chan error, 1)
+	go func() { done <- ServeRaw(ctx, socket) }()
+	t.Cleanup(func() { cancel(); assert.NoError(t, <-done) })
+	cl := &wire.Client{Socket: socket, UID: os.Getuid()}
+	var caps []wire.Capability
+	var problems []error
+	require.Eventually(t, func() bool {
+		var err error
+		caps, problems, err = cl.Capabilities(ctx)
+		return err == nil
+	}, 5*time.Second, 10*time.Millisecond)
+	require.Len(t, caps, 1)
+	assert.Equal(t, "echo", caps[0].ID)
+	require.Len(t, problems, 1)
+	assert.ErrorIs(t, problems[0], wire.ErrDescriptionIsVersion)
+	resp, err := cl.Call(ctx, "echo", wire.Bundle{}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "raw callee answered", resp.Result["said"].Str())
 }

@@ -1,5 +1,6 @@
 // Command acitest is the ACI test app's binary: `acitest serve --server
-// acitest` serves its capabilities on $AGENTOS_SOCKET.
+// acitest` serves its capabilities on $AGENTOS_SOCKET; `--server raw` the
+// raw server, written without the SDK.
 package main
 
 import (
@@ -7,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/agentoslab/agentlab/runtime/sdk/aci"
@@ -20,9 +22,14 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv, err := acitest.New(nil)
-	if err == nil {
-		err = aci.RunServe(ctx, srv, os.Args[2:])
+	var err error
+	if slices.Equal(os.Args[2:], []string{"--server", acitest.RawName}) {
+		err = acitest.ServeRaw(ctx, os.Getenv(aci.EnvSocket))
+	} else {
+		var srv *aci.Server
+		if srv, err = acitest.New(nil); err == nil {
+			err = aci.RunServe(ctx, srv, os.Args[2:])
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "acitest:", err)
