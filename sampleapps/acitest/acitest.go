@@ -1,7 +1,8 @@
 // Package acitest is the ACI test app: a controlled app whose
 // capabilities exist to be refused or confirmed — a dangerous one that
 // says whether the owner confirmed it and counts its runs, and one the
-// app's own allow-list hook (permission layer 3) always refuses.
+// app's own allow-list hook (permission layer 3) always refuses, and one
+// that needs a permission of the calling app (layer 4).
 package acitest
 
 import (
@@ -20,6 +21,10 @@ const (
 	Dangerous = "danger_wipe"
 	Runs      = "runs"
 	Locked    = "locked"
+	// Guarded needs the permission GuardPermission of the app the
+	// runtime calls for (permission layer 4).
+	Guarded         = "guarded"
+	GuardPermission = "contacts"
 )
 
 // New returns the app's server. Allow refuses Locked to every caller:
@@ -50,6 +55,12 @@ func New(opts *aci.Options) (*aci.Server, error) {
 			Flags(aci.FlagBackground, aci.FlagNoUI).
 			Handle(func(context.Context, *aci.Call) (aci.Bundle, error) {
 				return aci.Bundle{"runs": aci.Int(runs.Load())}, nil
+			}),
+		aci.NewCapability(Guarded, "A capability only apps holding the contacts permission may have called.").
+			Permission(GuardPermission).
+			Flags(aci.FlagBackground, aci.FlagNoUI).
+			Handle(func(context.Context, *aci.Call) (aci.Bundle, error) {
+				return aci.Bundle{"ran": aci.Bool(true)}, nil
 			}),
 		aci.NewCapability(Locked, "A capability the app's allow-list refuses to everyone.").
 			Flags(aci.FlagBackground, aci.FlagNoUI).

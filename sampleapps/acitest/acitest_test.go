@@ -32,7 +32,7 @@ func TestCapabilities(t *testing.T) {
 	for i := range caps {
 		flags[caps[i].ID] = caps[i].NeedsConfirm()
 	}
-	assert.Equal(t, map[string]bool{Dangerous: true, Runs: false, Locked: false, wire.ProtocolCapability: false}, flags)
+	assert.Equal(t, map[string]bool{Dangerous: true, Runs: false, Locked: false, Guarded: false, wire.ProtocolCapability: false}, flags)
 
 	for _, id := range []string{Dangerous, Locked} {
 		resp, err := cl.Call(ctx, id, wire.Bundle{}, 0)
