@@ -19,6 +19,7 @@ import (
 	"github.com/agentoslab/agentlab/devices/virtual"
 	"github.com/agentoslab/agentlab/lab/config"
 	"github.com/agentoslab/agentlab/lab/modelstub"
+	"github.com/agentoslab/agentlab/lab/testsite"
 	"github.com/agentoslab/agentlab/reports"
 )
 
@@ -54,7 +55,10 @@ type Device struct {
 // labHosts are the names the lab publishes in its virtual devices' netd:
 // the model stub, so that the runtime reaches it by name through the
 // device's DNS, as it reaches a live provider.
-var labHosts = map[string][]netip.Addr{modelstub.DeviceHost: {netip.MustParseAddr("127.0.0.1")}}
+var labHosts = map[string][]netip.Addr{
+	modelstub.DeviceHost: {netip.MustParseAddr("127.0.0.1")},
+	testsite.DeviceHost:  {netip.MustParseAddr("127.0.0.1")},
+}
 
 // virtual reports whether d is one of the lab's virtual devices (which
 // run the runtime built with the lab's clock).

@@ -22,6 +22,7 @@ import (
 	"github.com/agentoslab/agentlab/lab/config"
 	"github.com/agentoslab/agentlab/lab/runner"
 	"github.com/agentoslab/agentlab/lab/scenario"
+	"github.com/agentoslab/agentlab/lab/testsite"
 	"github.com/agentoslab/agentlab/reports"
 	"github.com/agentoslab/agentlab/runtime/module"
 )
@@ -388,12 +389,24 @@ func (r *run) queue(ctx context.Context, prefix string) (*runner.Result, error) 
 	}
 	exec := &runner.DeviceExecutor{Tokens: tokens, Kinds: kinds, Secret: r.secret, Logger: r.o.Logger,
 		ConsentDriver: r.o.ConsentDriver, Chromium: r.o.Chromium}
+	// A reboot loses the reverses: the stub's and the test site's.
+	var reverses [][2]string
 	if stub := r.prov.stub; stub != nil {
 		exec.Stub = stub
-		port := strconv.Itoa(stub.Port())
+		port := "tcp:" + strconv.Itoa(stub.Port())
+		reverses = append(reverses, [2]string{port, port})
+	}
+	if site := r.prov.site; site != nil {
+		reverses = append(reverses, [2]string{"tcp:" + strconv.Itoa(testsite.DevicePort), "tcp:" + strconv.Itoa(site.Port())})
+	}
+	if len(reverses) > 0 {
 		exec.AfterReboot = func(ctx context.Context, dev devices.Device) error {
-			_, err := dev.Reverse(ctx, "tcp:"+port, "tcp:"+port)
-			return err
+			for _, rv := range reverses {
+				if _, err := dev.Reverse(ctx, rv[0], rv[1]); err != nil {
+					return fmt.Errorf("adb reverse %s: %w", rv[0], err)
+				}
+			}
+			return nil
 		}
 	}
 	parallel := r.o.Parallel

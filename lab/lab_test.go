@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"github.com/agentoslab/agentlab/lab/build"
 	"github.com/agentoslab/agentlab/lab/config"
 	"github.com/agentoslab/agentlab/lab/runner"
+	"github.com/agentoslab/agentlab/lab/testsite"
 	"github.com/agentoslab/agentlab/reports"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -169,6 +172,14 @@ func TestProvisioningMapping(t *testing.T) {
 	assert.Equal(t, a.token, oa.Model.Stub.Token, "the device keeps its token for the run")
 	assert.Equal(t, p.stub.Port(), oa.Model.Stub.Port)
 	assert.Equal(t, oa.Model.Stub.Token, p.options(a).Model.Stub.Token, "asking again keeps the token")
+	require.NotNil(t, oa.Site, "every device gets the test site")
+	assert.Equal(t, p.site.Port(), oa.Site.Port)
+	resp, err := http.Get(p.site.URL() + "/page/a")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(body), "Alpha is the first page", "the site the devices are given answers")
+	assert.Contains(t, labHosts, testsite.DeviceHost, "virtual devices resolve the site by name")
 
 	cfg = labYAML(t, "model: {mode: live, provider: openai, baseUrl: \"https://example.com/v1\", model: m1, keyEnv: LAB_TEST_KEY}\nprovision: {plugins: [notes]}\n")
 	env := func(k string) (string, bool) {
@@ -182,6 +193,7 @@ func TestProvisioningMapping(t *testing.T) {
 	defer p.close()
 	o := p.options(a)
 	assert.Nil(t, p.stub, "a live run starts no stub")
+	assert.NotNil(t, o.Site, "a live run serves the test site too")
 	require.NotNil(t, o.Model.Live)
 	assert.Equal(t, "sk-test", o.Model.Live.Key)
 	assert.Equal(t, "m1", o.Model.Live.Model)

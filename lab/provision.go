@@ -11,6 +11,7 @@ import (
 	"github.com/agentoslab/agentlab/lab/config"
 	"github.com/agentoslab/agentlab/lab/modelstub"
 	"github.com/agentoslab/agentlab/lab/provision"
+	"github.com/agentoslab/agentlab/lab/testsite"
 )
 
 // ProvisionOptions are what `agentlab provision` asks for beyond lab.yaml.
@@ -46,6 +47,8 @@ type provisioning struct {
 	stub *modelstub.Stub
 	// record holds the provider and model a recording stub relays to.
 	record *provision.StubModel
+	// site is the lab's test site, served to every device.
+	site *testsite.Server
 }
 
 func newProvisioning(cfg *config.Config, o *Options, po *ProvisionOptions) (*provisioning, error) {
@@ -69,10 +72,17 @@ func newProvisioning(cfg *config.Config, o *Options, po *ProvisionOptions) (*pro
 	case len(cfg.Provision.Plugins) > 0:
 		p.base.Plugins = cfg.Provision.Plugins
 	}
+	site, err := testsite.Start("127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p.site = site
+	p.base.Site = &provision.Site{Port: site.Port()}
 	so := &modelstub.Options{Logger: o.Logger}
 	if cfg.Model.Live() {
 		key, err := cfg.Model.Key(o.LookupEnv)
 		if err != nil {
+			site.Close()
 			return nil, &Error{Kind: ErrConfig, Err: err, Hint: "export " + cfg.Model.KeyEnv}
 		}
 		if cfg.Model.Mode == config.ModelLive {
@@ -86,6 +96,7 @@ func newProvisioning(cfg *config.Config, o *Options, po *ProvisionOptions) (*pro
 	}
 	stub, err := modelstub.Start(so)
 	if err != nil {
+		site.Close()
 		return nil, fmt.Errorf("model stub: %w", err)
 	}
 	p.stub = stub
@@ -115,8 +126,14 @@ func (p *provisioning) options(d *Device) *provision.Options {
 }
 
 func (p *provisioning) close() {
-	if p != nil && p.stub != nil {
+	if p == nil {
+		return
+	}
+	if p.stub != nil {
 		p.stub.Close()
+	}
+	if p.site != nil {
+		p.site.Close()
 	}
 }
 

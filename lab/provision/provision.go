@@ -22,6 +22,8 @@
 //	         http://127.0.0.1:P/t/<token>/v1 — or model.agentlab.test:P where
 //	         the device resolves that name — its fake key) or a live provider;
 //	         the key always through ctl's stdin, never a command line
+//	site     the lab's test site on the device's port testsite.DevicePort
+//	         (adb reverse to the site's port on the lab host), when served
 //	plugins  the plugins of the installed apps (or those asked for) enabled
 //	desktop  desktop access turned on, when asked
 //
@@ -60,6 +62,7 @@ import (
 	"github.com/agentoslab/agentlab/lab/build"
 	"github.com/agentoslab/agentlab/lab/modelstub"
 	"github.com/agentoslab/agentlab/lab/runtimectl"
+	"github.com/agentoslab/agentlab/lab/testsite"
 	"github.com/agentoslab/agentlab/runtime/apps"
 	"github.com/agentoslab/agentlab/runtime/apps/launcher"
 	"github.com/agentoslab/agentlab/runtime/errcode"
@@ -126,10 +129,19 @@ type Model struct {
 // StubModelID is the model id the runtime asks the stub for.
 const StubModelID = "agentlab-stub"
 
+// Site is the lab's test site on the lab host.
+type Site struct {
+	// Port is the site's port on the lab host; the device reaches it on
+	// testsite.DevicePort through adb reverse.
+	Port int
+}
+
 // Options configure Provision. The zero value provisions module, runtime
 // and every app, and enables their plugins.
 type Options struct {
 	Model Model
+	// Site, when set, is reversed onto the device (the site step).
+	Site *Site
 	// Apps restricts the bundles installed to these apps (short names or
 	// packages); nil installs every bundle of the artifacts.
 	Apps []string
@@ -257,11 +269,12 @@ func Provision(ctx context.Context, dev devices.Device, arts *build.Artifacts, o
 		{"runtime", func(ctx context.Context) (bool, string, error) { return p.runtime(ctx, moduleChanged) }},
 		{"apps", p.apps},
 		{"model", p.model},
+		{"site", p.site},
 		{"plugins", p.plugins},
 		{"desktop", p.desktop},
 	}
 	for _, s := range steps {
-		if s.name == "desktop" && !p.o.Desktop {
+		if s.name == "desktop" && !p.o.Desktop || s.name == "site" && p.o.Site == nil {
 			continue
 		}
 		if p.o.Reporter != nil {
@@ -602,6 +615,16 @@ func (p *provisioner) model(ctx context.Context) (bool, string, error) {
 		return false, "", err
 	}
 	return true, "set " + cfg.Provider + " " + cfg.Model + " at " + cfg.BaseURL, nil
+}
+
+// site puts the lab's test site on the device's port (a reverse is
+// cheap and idempotent, so it is set every time: a reboot loses it).
+func (p *provisioner) site(ctx context.Context) (bool, string, error) {
+	remote := "tcp:" + strconv.Itoa(testsite.DevicePort)
+	if _, err := p.dev.Reverse(ctx, remote, "tcp:"+strconv.Itoa(p.o.Site.Port)); err != nil {
+		return false, "", fmt.Errorf("adb reverse %s: %w", remote, err)
+	}
+	return true, fmt.Sprintf("device port %d to the lab's port %d", testsite.DevicePort, p.o.Site.Port), nil
 }
 
 // wantedPlugins are the plugin names (or ids) to enable.

@@ -9,6 +9,7 @@ import (
 // Apps are the sample apps scenarios name by their short name, with
 // their packages (a test keeps the table in step with sampleapps).
 var Apps = map[string]string{
+	"acitest":       "org.agentos.test.aci",
 	"acptestclient": "org.agentos.test.acp.client",
 	"alarm":         "org.agentos.sample.alarm",
 	"browser":       "org.agentos.sample.browser",

@@ -21,6 +21,7 @@ func TestAppsMatchSampleApps(t *testing.T) {
 		alarm.Plugin:         alarm.Package, calendar.Plugin: calendar.Package, mcptest.Plugin: mcptest.Package,
 		notes.Plugin: notes.Package, sms.Plugin: sms.Package, todo.Plugin: todo.Package,
 		"browser": "org.agentos.sample.browser", // its app.json (sampleapps/browser)
+		"acitest": "org.agentos.test.aci",       // its app.json (sampleapps/acitest)
 	}
 	if len(want) != len(Apps) {
 		t.Errorf("Apps has %d entries, the sample apps %d", len(Apps), len(want))

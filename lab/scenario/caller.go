@@ -38,6 +38,9 @@ type InstallStep struct {
 	// package re-signed) instead of removing it and its authorization
 	// first.
 	Update bool `yaml:"update"`
+	// Permissions makes the copy declare these permissions (the test
+	// caller declares none), e.g. aci for app capabilities.
+	Permissions []string `yaml:"permissions"`
 }
 
 // CallerStep runs the test caller (or a copy of it) with a plan; the
@@ -443,6 +446,12 @@ func (v *validator) install(in *InstallStep, kp string) {
 	}
 	if in.Key != "" && !keyNameRE.MatchString(in.Key) {
 		v.errf(join(kp, "key"), "%q: want a lower-case name ([a-z0-9][a-z0-9_-]*)", clip(in.Key, 40))
+	}
+	for i, p := range in.Permissions {
+		// The names go into the device's sed expression: letters, digits, _ and . only.
+		if !keyNameRE.MatchString(p) || strings.ContainsAny(p, "-") {
+			v.errf(join(kp, fmt.Sprintf("permissions[%d]", i)), "%q: want a lower-case name ([a-z0-9][a-z0-9_]*)", clip(p, 40))
+		}
 	}
 }
 

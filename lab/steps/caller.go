@@ -35,6 +35,9 @@ func installScript(in *scenario.InstallStep) string {
 	if in.SharedUserID != "" {
 		repl += fmt.Sprintf(`, "sharedUserId": "%s"`, in.SharedUserID)
 	}
+	if len(in.Permissions) > 0 {
+		repl += fmt.Sprintf(`, "permissions": ["%s"]`, strings.Join(in.Permissions, `", "`))
+	}
 	// Package names hold only letters, digits, _ and . (the validator
 	// checks), so they are safe inside the sed expression.
 	fmt.Fprintf(&b, "sed -i %s \"$W/app/app.json\"\n", q(fmt.Sprintf(`s/"package": *"%s"/%s/`, strings.ReplaceAll(acptestclient.Package, ".", `\.`), repl)))

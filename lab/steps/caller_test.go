@@ -148,6 +148,7 @@ func TestInstallScript(t *testing.T) {
 		{Caller: copyPkg},
 		{Caller: copyPkg, Update: true},
 		{Caller: "org.agentos.test.acp.t.shared.a", SharedUserID: "org.agentos.test.acp.t.shared", Key: "shared"},
+		{Caller: copyPkg, Permissions: []string{"aci", "contacts"}},
 	} {
 		sh := installScript(&in)
 		b, _ := json.Marshal(in)

@@ -9,6 +9,15 @@ import (
 	"time"
 )
 
+// DeviceHost is the name the lab publishes the site under on its virtual
+// devices (on other devices it is 127.0.0.1), and DevicePort the device
+// port adb reverse maps to the site: fixed, so that scenarios can name
+// the site's pages (http://site.agentlab.test:8780/page/a).
+const (
+	DeviceHost = "site.agentlab.test"
+	DevicePort = 8780
+)
+
 // Server is the site served on a TCP address of the lab host.
 type Server struct {
 	ln   net.Listener

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -32,6 +33,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/agentoslab/agentlab/runtime/aci/wire"
+	"github.com/agentoslab/agentlab/runtime/platform"
 )
 
 // Limits of the engine.
@@ -160,7 +162,7 @@ func New(o *Options) *Browser {
 	}
 	if b.o.Client == nil {
 		jar, _ := cookiejar.New(nil)
-		b.o.Client = &http.Client{Jar: jar}
+		b.o.Client = &http.Client{Jar: jar, Transport: Transport()}
 	}
 	if b.o.SearchEngines == nil {
 		b.o.SearchEngines = DefaultEngines
@@ -180,6 +182,20 @@ func New(o *Options) *Browser {
 	c.Transport = captureTransport{b: b, next: inner}
 	b.o.Client = &c
 	return b
+}
+
+// Transport is http.DefaultTransport's setup dialing through the
+// platform's resolver: on Android, Go's own resolver asks a DNS server
+// at resolv.conf's address, which devices do not have, while the hosts
+// file and netd (where the lab publishes its test site) answer.
+func Transport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	// Current at dial time: the binary calls platform.Setup in main.
+	tr.DialContext = func(ctx context.Context, network, address string) (net.Conn, error) {
+		return platform.Current().DialContext(d)(ctx, network, address)
+	}
+	return tr
 }
 
 func (b *Browser) now() int64 { return b.o.Now().UnixMilli() }

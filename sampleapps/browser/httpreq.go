@@ -157,7 +157,7 @@ func parseHeaders(s string) (map[string]string, error) {
 }
 
 func httpClient(r HTTPRequest) (*http.Client, error) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr := Transport()
 	tr.Proxy = nil
 	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	switch {

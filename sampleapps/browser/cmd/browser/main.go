@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/agentoslab/agentlab/runtime/platform"
 	"github.com/agentoslab/agentlab/runtime/sdk/aci"
 	"github.com/agentoslab/agentlab/sampleapps/apptool"
 	"github.com/agentoslab/agentlab/sampleapps/browser/service"
@@ -22,6 +23,9 @@ import (
 )
 
 func main() {
+	// Android's resolver (hosts file, netd), zone and temp folder before
+	// the app dials or reads them.
+	platform.Setup(nil)
 	logger := shell.Logger()
 	cli := apptool.CLI{
 		Name: "browser",
