@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/mattn/go-runewidth"
 	"gopkg.in/yaml.v3"
 )
 
-// MaxLine is the longest line a file of the suite may hold: everything
+// MaxLine is the widest line a file of the suite may hold, in terminal
+// columns (a Chinese character or an emoji takes two): everything
 // a scenario says is typed YAML, so nothing needs a longer one (fold a
 // long description with ">").
 const MaxLine = 160
@@ -25,8 +26,8 @@ const scriptHeader = "#!agentos-script"
 func StyleProblems(doc []byte) []string {
 	var out []string
 	for i, line := range strings.Split(string(doc), "\n") {
-		if n := utf8.RuneCountInString(line); n > MaxLine {
-			out = append(out, fmt.Sprintf("%d: %d characters, more than %d (fold long text, or write the value as YAML)", i+1, n, MaxLine))
+		if n := runewidth.StringWidth(line); n > MaxLine {
+			out = append(out, fmt.Sprintf("%d: %d columns wide, more than %d (fold long text, or write the value as YAML)", i+1, n, MaxLine))
 		}
 	}
 	var root yaml.Node

@@ -2,6 +2,7 @@ package labtest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,4 +36,7 @@ func TestStyleProblems(t *testing.T) {
 	assert.Equal(t, []string{"2:18: a JSON plan of the test caller inside a string: write it as a caller step's plan"},
 		StyleProblems([]byte(plan)))
 	assert.Empty(t, StyleProblems([]byte("steps:\n  - wait: {for: 5m}\n")))
+	// 100 Chinese characters are 200 columns wide.
+	wide := "final: " + strings.Repeat("闹", 100) + "\n"
+	assert.Len(t, StyleProblems([]byte(wide)), 1, "a line 207 columns wide")
 }
