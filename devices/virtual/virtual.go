@@ -12,6 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	// Options.TimeZone is checked against Go's own zone list: the host
+	// may have no /usr/share/zoneinfo (the FROM scratch device image).
+	_ "time/tzdata"
 )
 
 // DefaultTimeZone is a device's zone unless told otherwise: not UTC, so
