@@ -54,7 +54,9 @@ func (e *DeviceExecutor) Run(ctx context.Context, at *Attempt) *Outcome {
 		if e.Ctl != nil {
 			ctl = e.Ctl(dev)
 		} else {
-			ctl = runtimectl.New(dev, &runtimectl.Options{Logger: e.Logger})
+			rc := runtimectl.New(dev, &runtimectl.Options{Logger: e.Logger})
+			defer rc.Close() // after the artifacts, which ask the runtime too
+			ctl = rc
 		}
 		role := ""
 		if i < len(roles) {
