@@ -82,7 +82,10 @@ func TestSessionCarriesCalls(t *testing.T) {
 		}
 		return statusAnswer(r)
 	}}
-	d.answer = func(cmd string) (devices.Result, error) { t.Fatalf("one-shot call %q", cmd); return devices.Result{}, nil }
+	d.answer = func(cmd string) (devices.Result, error) {
+		t.Fatalf("one-shot call %q", cmd)
+		return devices.Result{}, nil
+	}
 	c := New(d, &Options{SocketPrefix: "t1."})
 	defer c.Close()
 	ctx := context.Background()
@@ -153,7 +156,10 @@ func TestSessionReplacesDeadIdle(t *testing.T) {
 // may have run on the device, so it is never run a second time one-shot.
 func TestSessionDeathMidCallIsNotRetried(t *testing.T) {
 	d := &streamDevice{lines: true, serve: statusAnswer}
-	d.answer = func(cmd string) (devices.Result, error) { t.Fatalf("retried one-shot: %q", cmd); return devices.Result{}, nil }
+	d.answer = func(cmd string) (devices.Result, error) {
+		t.Fatalf("retried one-shot: %q", cmd)
+		return devices.Result{}, nil
+	}
 	c := New(d, nil)
 	defer c.Close()
 	ctx := context.Background()
