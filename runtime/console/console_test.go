@@ -174,6 +174,8 @@ func TestActions(t *testing.T) {
 		{"aci input", url.Values{"op": {"aci.console_action"}, "package": {"p"}, "service": {"s"}, "action": {"set"}, "key": {"q"}, "value": {"v"}},
 			methodACIConsole, `{"package":"p","service":"s","action":"set","payload":"{\"key\":\"q\",\"q\":\"v\",\"value\":\"v\"}"}`, http.StatusSeeOther},
 		{"authorization deny", url.Values{"op": {"callers.answer"}, "requestId": {"auth-1"}, "allow": {"false"}}, "callers.answer", `{"requestId":"auth-1","allow":false}`, http.StatusSeeOther},
+		{"enter safe mode", url.Values{"op": {"safemode.enter"}, "back": {"/status"}}, "safemode.enter", `null`, http.StatusSeeOther},
+		{"leave safe mode", url.Values{"op": {"safemode.leave"}, "back": {"/status"}}, "safemode.leave", `null`, http.StatusSeeOther},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,6 +190,25 @@ func TestActions(t *testing.T) {
 			assert.NotContains(t, w.Body.String(), "sk-secret")
 		})
 	}
+	t.Run("the runtime's note goes back to the page", func(t *testing.T) {
+		s, _ := newTestServer(t, fullAdmin(0))
+		w := s.post(t, url.Values{"op": {"safemode.leave"}, "back": {"/status"}})
+		require.Equal(t, http.StatusSeeOther, w.Code)
+		loc, err := url.Parse(w.Header().Get("Location"))
+		require.NoError(t, err)
+		assert.Equal(t, "/status", loc.Path)
+		assert.Equal(t, "safemode.leave: it restarts the runtime normally", loc.Query().Get("note"))
+	})
+	t.Run("the status page offers the switch the state allows", func(t *testing.T) {
+		for on, op := range map[bool]string{false: "safemode.enter", true: "safemode.leave"} {
+			a := fullAdmin(0)
+			a.results["status"] = js(map[string]any{"version": "test", "safeMode": on})
+			s, _ := newTestServer(t, a)
+			body := s.do(t, req{path: "/status"}).Body.String()
+			assert.Contains(t, body, `<button type="submit" data-op="`+op+`">`, "safe mode %v", on)
+			assert.Equal(t, 1, strings.Count(body, `data-op="safemode.`), "one switch")
+		}
+	})
 	t.Run("unknown op", func(t *testing.T) {
 		a := fullAdmin(0)
 		s, _ := newTestServer(t, a)

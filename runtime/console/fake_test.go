@@ -112,6 +112,8 @@ func fullAdmin(cards int) *fakeAdmin {
 		"desktop.code":     `{"code":"416053","expiresInMs":300000}`,
 		"model.show":       js(map[string]any{"configured": true, "provider": "openai", "model": "gpt" + hostile, "keySet": true, "usable": true}),
 		"model.set":        `{"configured":true}`,
+		"safemode.enter":   `{"safeMode":true,"note":"refusing new prompts"}`,
+		"safemode.leave":   `{"safeMode":true,"restart":true,"note":"it restarts the runtime normally"}`,
 		"status":           js(map[string]any{"version": "test", "safeMode": false, "tasks": map[string]any{"running": 0}, "platform": map[string]any{"zone": hostile}}),
 		methodACIList:      js([]map[string]any{{"package": "org.example.aci", "service": "console" + hostile, "capabilities": []string{"console_ui"}}}),
 		methodACIConsole: js(map[string]any{"package": "org.example.aci", "service": "console", "snapshot": map[string]any{"title": "ACI " + hostile, "updatedAt": 1, "schema_version": "aci-sdui-v1", "components": []map[string]any{

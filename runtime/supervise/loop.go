@@ -186,6 +186,12 @@ func (s *Supervisor) pinSafeMode() {
 // leftSafeMode says the marker was removed and safe mode may end; on an
 // unsupported API it writes the marker again and says no.
 func (s *Supervisor) leftSafeMode() bool {
+	if takeLeaveRequest(s.paths) {
+		s.logger.Info("supervise: the runtime asks to leave safe mode")
+		if _, err := removeMarker(s.paths); err != nil {
+			s.logger.Error("supervise: safe-mode marker not removed", "err", err)
+		}
+	}
 	if s.inSafeMode() {
 		return false
 	}
@@ -319,6 +325,10 @@ func (s *Supervisor) startRuntime(safe bool) (*runtimeProc, error) {
 	}
 	if safe {
 		cmd.Env = append(cmd.Env, "AGENTOS_SAFE_MODE=1")
+	} else {
+		// A request a safe-mode runtime left behind must not end the
+		// next safe mode.
+		os.Remove(s.paths.LeaveRequest())
 	}
 	for _, kv := range s.o.Environ {
 		if strings.HasPrefix(kv, "TZ=") || strings.HasPrefix(kv, "ANDROID_") {
