@@ -78,8 +78,11 @@ func (o *owner) Invoke(_ context.Context, _ transport.Cred, method string, param
 		}
 		res = map[string]bool{"accepted": accepted}
 	case "callers.list":
-		res = map[string]any{"callers": []map[string]any{{"packageName": "org.example.evil", "label": "Evil" + hostile, "state": "allowed"}},
+		res = map[string]any{"callers": []map[string]any{{"packageName": "org.example.evil", "label": "Evil" + hostile, "state": "allowed",
+			"usage": map[string]any{"promptsTotal": 7, "promptsLastHour": 4, "activeTasks": 1}}},
 			"cards": []any{}, "health": "ok"}
+	case "quota.show":
+		res = map[string]any{"limits": map[string]any{"maxPromptChars": 16000, "maxConcurrent": 1, "maxPerHour": 30, "windowMs": 3600000}}
 	case "plugins.list":
 		res = []map[string]any{{"id": "p" + hostile, "displayName": "Plugin" + hostile, "enabled": true, "servers": []any{}}}
 	case "aci.list":
@@ -184,6 +187,12 @@ func TestEveryPageInChromium(t *testing.T) {
 		n, err := Eval[int](ctx, br, `document.scripts.length + document.images.length`)
 		require.NoError(t, err)
 		assert.Equal(t, 1, n, "%s: only the console's own script, no injected element", p)
+		if p == "/apps" {
+			row, err := Eval[string](ctx, br, `document.querySelector('tr[data-package="org.example.evil"]').innerText`)
+			require.NoError(t, err)
+			assert.Contains(t, row, "4 / 30", "usage against the hourly quota")
+			assert.Contains(t, row, "1 / 1", "tasks against the quota at once")
+		}
 		if p != "/sessions" && p != "/desktop" && p != "/model" && p != "/status" && p != "/aci" {
 			assert.Contains(t, text, "<script>window.pwned=1</script>", "%s shows the markup as text", p)
 		}

@@ -272,3 +272,22 @@ func BenchmarkConsentPage16Cards(b *testing.B) {
 	slices.Sort(took)
 	b.ReportMetric(float64(took[len(took)*95/100].Microseconds())/1000, "p95-ms")
 }
+
+// TestAppsPageQuota: each app's usage is shown against the quotas in
+// force; a runtime that cannot say its quotas gets a notice, not a
+// made-up limit.
+func TestAppsPageQuota(t *testing.T) {
+	s, _ := newTestServer(t, fullAdmin(0))
+	body := s.do(t, req{path: "/apps"}).Body.String()
+	assert.Contains(t, body, "Each app may send 30 prompts per 60 minutes, 1 at once, each up to 16000 characters.")
+	assert.Contains(t, body, `<td class="quota-hour">1 / 30</td><td class="total">3</td>`)
+	assert.Contains(t, body, `<td class="quota-tasks">1 / 1</td>`)
+
+	a := fullAdmin(0)
+	delete(a.results, "quota.show")
+	s, _ = newTestServer(t, a)
+	body = s.do(t, req{path: "/apps"}).Body.String()
+	assert.Contains(t, body, "<strong>Quotas</strong>")
+	assert.Contains(t, body, `<td class="quota-hour">1</td>`)
+	assert.NotContains(t, body, "/ 30")
+}

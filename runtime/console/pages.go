@@ -209,7 +209,18 @@ type appsData struct {
 	Revocations any
 	Health      string
 	Channels    any
-	Problems    []problem
+	// Quota are the limits every app's usage counts against; nil when
+	// the runtime could not say.
+	Quota    *quotaLimits
+	Problems []problem
+}
+
+// quotaLimits are quota.show's limits (runtime/quota.Limits).
+type quotaLimits struct {
+	MaxPromptChars int   `json:"maxPromptChars"`
+	MaxConcurrent  int   `json:"maxConcurrent"`
+	MaxPerHour     int   `json:"maxPerHour"`
+	WindowMs       int64 `json:"windowMs"`
 }
 
 func (s *Server) appsPage(ctx context.Context, r *http.Request, peer transport.Cred) (any, error) {
@@ -224,6 +235,13 @@ func (s *Server) appsPage(ctx context.Context, r *http.Request, peer transport.C
 		d.Problems = append(d.Problems, problem{"Authorized apps", why(err)})
 	}
 	d.Apps, d.Health, d.Channels, d.Revocations = list.Callers, list.Health, list.Channels, list.Revocations
+	var q struct {
+		Limits *quotaLimits `json:"limits"`
+	}
+	if err := s.call(ctx, peer, "quota.show", nil, &q); err != nil {
+		d.Problems = append(d.Problems, problem{"Quotas", why(err)})
+	}
+	d.Quota = q.Limits
 	return d, nil
 }
 
@@ -394,6 +412,7 @@ func unwrapSnapshot(raw json.RawMessage) []byte {
 // funcs are the templates' helpers; none of them returns markup.
 var funcs = template.FuncMap{
 	"seconds": func(ms int64) int64 { return (ms + 999) / 1000 },
+	"minutes": func(ms int64) int64 { return ms / 60000 },
 	"isMap":   func(v any) bool { _, ok := v.(map[string]any); return ok },
 	"isList":  func(v any) bool { _, ok := v.([]any); return ok },
 	"keys": func(m map[string]any) []string {
