@@ -1,15 +1,22 @@
 package console
 
 import (
+	"bytes"
+	"compress/gzip"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentoslab/agentlab/runtime/transport"
 )
 
 var pagePaths = []string{"/", "/apps", "/plugins", "/plugins?tools=notes", "/sessions", "/sessions?id=ses_1", "/desktop", "/model",
@@ -290,4 +297,50 @@ func TestAppsPageQuota(t *testing.T) {
 	assert.Contains(t, body, "<strong>Quotas</strong>")
 	assert.Contains(t, body, `<td class="quota-hour">1</td>`)
 	assert.NotContains(t, body, "/ 30")
+}
+
+// TestPagesGoInOneWrite: a page is gzipped when the browser accepts it
+// (so that 16 cards fit the server's first write, see writeBody) and sent
+// as it is otherwise; either way it is the same page.
+func TestPagesGoInOneWrite(t *testing.T) {
+	s, _ := newTestServer(t, fullAdmin(16))
+	plain := s.do(t, req{path: "/"})
+	require.Equal(t, http.StatusOK, plain.Code)
+	require.Greater(t, plain.Body.Len(), 16<<10, "16 cards are more than one 4 KiB write")
+	for _, tc := range []struct {
+		accept string
+		gzip   bool
+	}{
+		{"gzip, deflate, br, zstd", true},
+		{"br;q=1.0, GZIP;q=0.5", true},
+		{"gzip;q=0", false},
+		{"br", false},
+		{"", false},
+	} {
+		t.Run(tc.accept, func(t *testing.T) {
+			hr := httptest.NewRequest(http.MethodGet, "/", nil)
+			hr.Host = "127.0.0.1:8765"
+			hr.Header.Set("Accept-Encoding", tc.accept)
+			hr.AddCookie(&http.Cookie{Name: cookieName, Value: s.token})
+			hr = hr.WithContext(withPeer(hr.Context(), transport.Cred{UID: 2000}))
+			w := httptest.NewRecorder()
+			s.handler.ServeHTTP(w, hr)
+			require.Equal(t, http.StatusOK, w.Code)
+			assert.Equal(t, "Accept-Encoding", w.Header().Get("Vary"))
+			assert.Equal(t, strconv.Itoa(w.Body.Len()), w.Header().Get("Content-Length"))
+			body := w.Body.Bytes()
+			if !tc.gzip {
+				assert.Empty(t, w.Header().Get("Content-Encoding"))
+				assert.Equal(t, plain.Body.String(), string(body))
+				return
+			}
+			assert.Equal(t, "gzip", w.Header().Get("Content-Encoding"))
+			assert.Less(t, len(body), 4<<10, "the page fits one write")
+			zr, err := gzip.NewReader(bytes.NewReader(body))
+			require.NoError(t, err)
+			got, err := io.ReadAll(zr)
+			require.NoError(t, err)
+			assert.Equal(t, plain.Body.String(), string(got))
+		})
+	}
 }
