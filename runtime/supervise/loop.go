@@ -115,7 +115,13 @@ func (s *Supervisor) loop(ctx context.Context) string {
 			}
 		}
 
-		// The runtime died.
+		// The runtime died. A kick that came while it ran means nothing
+		// now; drop it before the status says so, or the kick of someone
+		// who saw "stopped" would be dropped with it.
+		select {
+		case <-s.kick:
+		default:
+		}
 		now := s.clock.Now()
 		uptime := now.Sub(started)
 		n := deaths.add(now)
@@ -211,11 +217,6 @@ func (s *Supervisor) pause(ctx context.Context, d time.Duration, safe bool) outc
 		var t clock.Timer
 		t, timeUp = s.clock.NewTimer(d)
 		defer t.Stop()
-	}
-	// Drop a kick that arrived while the runtime ran.
-	select {
-	case <-s.kick:
-	default:
 	}
 	poll := time.NewTicker(s.t.PollIdle)
 	defer poll.Stop()
