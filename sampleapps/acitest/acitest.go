@@ -1,8 +1,9 @@
 // Package acitest is the ACI test app: a controlled app whose
 // capabilities exist to be refused or confirmed — a dangerous one that
 // says whether the owner confirmed it and counts its runs, and one the
-// app's own allow-list hook (permission layer 3) always refuses, and one
-// that needs a permission of the calling app (layer 4).
+// app's own allow-list hook (permission layer 3) always refuses, one
+// that needs a permission of the calling app (layer 4), and whoami, which
+// reports the caller as the kernel and the runtime name it (layer 2).
 package acitest
 
 import (
