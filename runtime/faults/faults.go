@@ -29,7 +29,7 @@ var All = []Fault{
 	{"revoke_keeps_tasks", "revoking a caller app cancels its tasks (§5.6)",
 		[]string{"third-party/revoke-closes", "third-party/revoke-after-detach", "sms/revoke", "notes/revoke"}},
 	{"spoofed_caller_name", "the card names the caller by its uid's package, never by a claimed name",
-		[]string{"third-party/spoofed-name"}},
+		[]string{"third-party/spoofed-name", "aci/spoofed-caller"}},
 	{"cooldown_ignored", "a denied app is not asked again before the deny cooldown ends",
 		[]string{"third-party/denied-cooldown"}},
 	{"high_offers_always_allow", "a HIGH card offers only ALLOW_ONCE and DENY (§5.4)",
@@ -64,6 +64,12 @@ var All = []Fault{
 		[]string{"security/oversize-stays-open"}},
 	{"revoke_leaves_connected", "revoking a caller app closes its channels (§5.6)",
 		[]string{"third-party/revoke-closes"}},
+	{"aci_peer_uid_unchecked", "the ACI controller sends nothing to a socket its app's uid does not hold (ACI layer 2)",
+		[]string{"aci/socket-squat"}},
+	{"aci_cap_permission_unchecked", "a capability's required permission is checked against the session's originating app (ACI layer 4)",
+		[]string{"aci/cap-permission"}},
+	{"aci_confirm_not_high", "a dangerous or confirm capability asks on a HIGH card every call (ACI layer 5)",
+		[]string{"aci/consent-dangerous"}},
 	{"soak_leak", "a prompt's goroutines and descriptors end with it", nil},
 }
 
