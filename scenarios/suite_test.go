@@ -24,7 +24,7 @@ var update = flag.Bool("update", false, "rewrite README.md's upstream map from t
 // The documented tags (README.md, "Tags"): one area tag per scenario,
 // and the sets a run selects with --tags.
 var (
-	areaTags = []string{"third-party", "notes", "sms", "ext", "consent", "desktop", "quota", "security", "fault", "platform", "aci"}
+	areaTags = []string{"apps", "third-party", "notes", "sms", "ext", "consent", "desktop", "quota", "security", "fault", "platform", "aci"}
 	setTags  = []string{tagNightly, tagQualification}
 )
 
