@@ -67,7 +67,8 @@ var pinned = map[string][]string{
 	"model_key_logged":            {"security/model-key-not-logged: keyNotInRuntimeLog"},
 	"oversize_closes_channel":     {"security/oversize-stays-open: endTurn", "security/oversize-stays-open: nextPromptServed"},
 	"consent_timeout_allows":      {"fault/consent-timeout-short: deniedByTimeout"},
-	"high_offers_always_allow":    {"consent/sample-apps: highOnlyOnceDeny"},
+	"high_offers_always_allow":    {"consent/sample-apps: highOnlyOnceDeny", "apps/e2e-failures: consentAudit"},
+	"plugins_enabled_by_default":  {"apps/e2e-prepare: discoveredOffByDefault"},
 	"unoffered_answer_allows":     {"consent/surface: notOfferedIsDeny"},
 	"provider_peer_uid_unchecked": {"security/provider-squat: squatterNeverCalled"},
 }
