@@ -41,7 +41,7 @@ const (
 )
 
 // upstreamRE is one upstream check: suite file, case, check.
-var upstreamRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.py/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
+var upstreamRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.(py|ts)/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
 
 // loadSuite parses every scenario of the suite with the lab's validator.
 func loadSuite(t *testing.T) []*scenario.Scenario {
