@@ -41,7 +41,7 @@ var All = []Fault{
 	{"pairing_attempts_unlimited", "the fifth wrong pairing code voids the code (too_many_attempts)",
 		[]string{"desktop/pairing"}},
 	{"pairing_code_reusable", "a pairing code pairs one computer, once",
-		[]string{"desktop/pairing"}},
+		[]string{"desktop/pairing", "security/acp-ts-client"}},
 	{"desktop_any_uid", "the desktop socket admits only root and shell",
 		[]string{"desktop/uid-admission"}},
 	{"read_skill_dotdot", "read_skill refuses \"..\" segments (§6.5)",

@@ -60,7 +60,7 @@ var pinned = map[string][]string{
 		"sms/revoke: nothingCreated", "notes/revoke: nothingCreated"},
 	"spoofed_caller_name":         {"third-party/spoofed-name: cardCallerPackageIsReal"},
 	"pairing_attempts_unlimited":  {"desktop/pairing: tooManyAttempts"},
-	"pairing_code_reusable":       {"desktop/pairing: codeIsOneTime"},
+	"pairing_code_reusable":       {"desktop/pairing: codeIsOneTime", "security/acp-ts-client: codeSingleUse"},
 	"desktop_any_uid":             {"desktop/uid-admission: appUidClosedUnread"},
 	"read_skill_dotdot":           {"security/read-skill-traversal: dotDotRefused"},
 	"session_mcp_loopback":        {"third-party/sessions: mcpLoopbackRejected"},
