@@ -52,26 +52,40 @@ func acpClientDir(ctx context.Context) (string, error) {
 	dir := filepath.Join(cache, "agentlab", "acpclient-"+hex.EncodeToString(h.Sum(nil))[:16])
 	acpClientInstall.Lock()
 	defer acpClientInstall.Unlock()
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@agentclientprotocol", "sdk", "package.json")); err == nil {
+	installed := func() bool {
+		_, err := os.Stat(filepath.Join(dir, "node_modules", "@agentclientprotocol", "sdk", "package.json"))
+		return err == nil
+	}
+	if installed() {
 		return dir, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	for _, n := range names {
-		b, _ := fs.ReadFile(acpClientFiles, "acpclient/"+n)
-		if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
-			return "", err
-		}
 	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {
 		return "", errors.New("the ACP client needs node and npm on the lab's host (Debian: apt-get install nodejs npm)")
 	}
+	// Installed beside and renamed into place: two lab processes (the
+	// suite and the kill matrix run side by side) never see half a folder.
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".part-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	for _, n := range names {
+		b, _ := fs.ReadFile(acpClientFiles, "acpclient/"+n)
+		if err := os.WriteFile(filepath.Join(tmp, n), b, 0o644); err != nil {
+			return "", err
+		}
+	}
 	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund")
-	cmd.Dir = dir
+	cmd.Dir = tmp
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("npm ci for the ACP client: %w\n%s", err, tail(out, 2000))
+	}
+	if err := os.Rename(tmp, dir); err != nil && !installed() {
+		return "", err
 	}
 	return dir, nil
 }

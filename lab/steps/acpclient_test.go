@@ -2,6 +2,8 @@ package steps
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,4 +50,35 @@ func TestTail(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, tail([]byte(tc.in), tc.n))
 	}
+}
+
+// acpClientDir installs node_modules once, with npm ci, and reports a
+// failed install with npm's output.
+func TestACPClientDirInstallsOnce(t *testing.T) {
+	bin := t.TempDir()
+	calls := filepath.Join(t.TempDir(), "calls")
+	fakeNPM := "#!/bin/sh\necho \"$@\" >> " + calls + "\n" +
+		"[ -n \"$FAKE_NPM_FAIL\" ] && { echo registry unreachable; exit 1; }\n" +
+		"mkdir -p node_modules/@agentclientprotocol/sdk && echo '{}' > node_modules/@agentclientprotocol/sdk/package.json\n"
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "npm"), []byte(fakeNPM), 0o755))
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("FAKE_NPM_FAIL", "1")
+	_, err := acpClientDir(t.Context())
+	require.ErrorContains(t, err, "registry unreachable")
+
+	t.Setenv("FAKE_NPM_FAIL", "")
+	dir, err := acpClientDir(t.Context())
+	require.NoError(t, err)
+	again, err := acpClientDir(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, dir, again)
+	assert.FileExists(t, filepath.Join(dir, "client.mjs"))
+	b, err := os.ReadFile(calls)
+	require.NoError(t, err)
+	assert.Equal(t, "ci --no-audit --no-fund\nci --no-audit --no-fund\n", string(b), "one failed install, one that stays")
+	left, err := filepath.Glob(filepath.Join(filepath.Dir(dir), "*.part-*"))
+	require.NoError(t, err)
+	assert.Empty(t, left, "no half-installed folder left")
 }
