@@ -1,6 +1,6 @@
 // Package scenarios is the lab's scenario suite: YAML scenarios under
-// one folder per area (third-party/, desktop/, quota/, security/,
-// fault/, notes/, sms/, ext/, consent/), their model scripts, and
+// one folder per area (third-party/, desktop/, quota/, security/, fault/,
+// notes/, sms/, ext/, consent/, apps/, platform/, aci/), their model scripts, and
 // upstream/<suite>.txt, the upstream device-test checks of spec §10 the
 // suite ports, one "suite/case/check" per line.
 //

@@ -24,7 +24,7 @@ var update = flag.Bool("update", false, "rewrite README.md's upstream map from t
 // The documented tags (README.md, "Tags"): one area tag per scenario,
 // and the sets a run selects with --tags.
 var (
-	areaTags = []string{"third-party", "notes", "sms", "ext", "consent", "desktop", "quota", "security", "fault", "platform", "aci"}
+	areaTags = []string{"apps", "third-party", "notes", "sms", "ext", "consent", "desktop", "quota", "security", "fault", "platform", "aci"}
 	setTags  = []string{tagNightly, tagQualification}
 )
 
@@ -41,7 +41,7 @@ const (
 )
 
 // upstreamRE is one upstream check: suite file, case, check.
-var upstreamRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.py/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
+var upstreamRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.(py|ts)/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
 
 // loadSuite parses every scenario of the suite with the lab's validator.
 func loadSuite(t *testing.T) []*scenario.Scenario {

@@ -244,6 +244,8 @@ func (s *Step) hasValue() bool {
 		return s.Caller != nil
 	case KindInstall:
 		return s.Install != nil
+	case KindACPClient:
+		return s.ACPClient != nil
 	case KindInclude:
 		return s.Include != nil
 	}

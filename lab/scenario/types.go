@@ -196,6 +196,9 @@ type Step struct {
 	Await    string        `yaml:"await"`
 	Install  *InstallStep  `yaml:"install"`
 	Caller   *CallerStep   `yaml:"caller"`
+	// ACPClient runs the official ACP TypeScript client on the lab's
+	// host against the device, through agentlab bridge.
+	ACPClient *ACPClientStep `yaml:"acp_client"`
 	// Include is replaced by the fragment's steps when the file is read;
 	// a parsed scenario never holds one.
 	Include *IncludeStep `yaml:"include"`
@@ -205,34 +208,35 @@ type Step struct {
 
 // Kinds of steps, as written in a file.
 const (
-	KindReset    = "reset"
-	KindSeed     = "seed"
-	KindApp      = "app"
-	KindCallers  = "callers"
-	KindAsk      = "ask"
-	KindPrompt   = "prompt"
-	KindConsent  = "consent"
-	KindTap      = "tap"
-	KindApproval = "approval"
-	KindPlugins  = "plugins"
-	KindTools    = "tools"
-	KindKill     = "kill"
-	KindRestart  = "restart"
-	KindReboot   = "reboot"
-	KindWait     = "wait"
-	KindSleep    = "sleep"
-	KindRun      = "run"
-	KindCheck    = "check"
-	KindAwait    = "await"
-	KindInstall  = "install"
-	KindCaller   = "caller"
-	KindInclude  = "include"
+	KindReset     = "reset"
+	KindSeed      = "seed"
+	KindApp       = "app"
+	KindCallers   = "callers"
+	KindAsk       = "ask"
+	KindPrompt    = "prompt"
+	KindConsent   = "consent"
+	KindTap       = "tap"
+	KindApproval  = "approval"
+	KindPlugins   = "plugins"
+	KindTools     = "tools"
+	KindKill      = "kill"
+	KindRestart   = "restart"
+	KindReboot    = "reboot"
+	KindWait      = "wait"
+	KindSleep     = "sleep"
+	KindRun       = "run"
+	KindCheck     = "check"
+	KindAwait     = "await"
+	KindInstall   = "install"
+	KindCaller    = "caller"
+	KindACPClient = "acp_client"
+	KindInclude   = "include"
 )
 
 // StepKinds lists every step kind.
 var StepKinds = []string{KindReset, KindSeed, KindApp, KindCallers, KindAsk, KindPrompt, KindConsent, KindTap,
 	KindApproval, KindPlugins, KindTools, KindKill, KindRestart, KindReboot, KindWait, KindSleep, KindRun, KindCheck, KindAwait,
-	KindInstall, KindCaller, KindInclude}
+	KindInstall, KindCaller, KindACPClient, KindInclude}
 
 // Kind is the step's kind.
 func (s *Step) Kind() string { return s.kind }
@@ -465,6 +469,29 @@ type RunStep struct {
 	Ctl []string `yaml:"ctl"`
 	// ExpectExit is the exit code that counts as success; default 0.
 	ExpectExit *int `yaml:"expect_exit"`
+}
+
+// ACP client suites (ACPClientStep.Suite).
+const (
+	// ACPSuiteDevice: the protocol's methods and errors, through one
+	// paired bridge.
+	ACPSuiteDevice = "device"
+	// ACPSuitePairing: pairing and the bridge's security, over several
+	// bridges and state files.
+	ACPSuitePairing = "pairing"
+)
+
+// ACPSuites lists the client's suites.
+var ACPSuites = []string{ACPSuiteDevice, ACPSuitePairing}
+
+// ACPClientStep runs the official ACP TypeScript client (the lab's
+// pinned @agentclientprotocol/sdk) on the lab's host with node, its agent
+// being `agentlab bridge` paired with a fresh code and connected to the
+// device's desktop socket. The output is the client's
+// {suite, tests: {NAME: {ok, skipped, detail}}, passed, failed, skipped}.
+type ACPClientStep struct {
+	// Suite is the client's test list: device or pairing.
+	Suite string `yaml:"suite"`
 }
 
 // Check is a named condition; its result appears in the reports with

@@ -422,6 +422,10 @@ func (v *validator) step(st *Step, path string) {
 		case st.Sleep.D() > MaxSleep:
 			v.errf(kp, "longer than %s; use wait with a condition", MaxSleep)
 		}
+	case KindACPClient:
+		if !slices.Contains(ACPSuites, st.ACPClient.Suite) {
+			v.errf(join(kp, "suite"), "unknown suite %q (known: %s)", st.ACPClient.Suite, strings.Join(ACPSuites, ", "))
+		}
 	case KindRun:
 		r := st.Run
 		if (r.Shell == "") == (len(r.Ctl) == 0) {

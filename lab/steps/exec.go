@@ -50,6 +50,8 @@ func (a *attempt) exec(ctx context.Context, n int, t *Target, st *scenario.Step)
 		return a.install(ctx, t, st.Install)
 	case scenario.KindCaller:
 		return a.caller(ctx, t, st)
+	case scenario.KindACPClient:
+		return a.acpClient(ctx, t, st.ACPClient)
 	case scenario.KindCallers:
 		return a.callers(ctx, t, st.Callers, expand)
 	case scenario.KindAsk:
