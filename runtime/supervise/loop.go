@@ -119,6 +119,12 @@ func (s *Supervisor) loop(ctx context.Context) string {
 		now := s.clock.Now()
 		uptime := now.Sub(started)
 		n := deaths.add(now)
+		if uptime >= s.t.ResetAfter {
+			// Up long enough, whatever it died of: the next busy death
+			// backs off from the start (an idle death in between must
+			// not carry an old backoff over).
+			backoff = 0
+		}
 		s.logger.Warn("supervise: runtime died", "uptime", uptime.Round(time.Millisecond).String(), "tasks", tasks, "state", hbState, "deaths", n)
 		var wait time.Duration // 0: wait for a kick
 		switch {
