@@ -381,6 +381,9 @@ func encodeChecks(j *jsonOut, cs []Check) {
 		j.oStr("detail", c.Detail)
 		j.oStr("evidence", c.Evidence)
 		j.oStr("upstream", c.Upstream)
+		if c.Skipped {
+			j.fBool("skipped", true)
+		}
 		j.close('}')
 	}
 	j.close(']')
@@ -415,11 +418,27 @@ func encodeUpstream(w io.Writer, d *upstreamDoc) error {
 		j.fStr("name", c.Name)
 		j.fBool("ok", c.OK)
 		j.fStr("detail", c.Detail)
+		if c.Skipped {
+			j.fBool("skipped", true)
+		}
 		j.close('}')
 	}
 	j.close(']')
 	j.fInt("passed", int64(d.Passed))
 	j.fInt("total", int64(d.Total))
+	j.fInt("skipped", int64(d.Skipped))
+	j.key("suites")
+	j.open('[')
+	for _, s := range d.Suites {
+		j.open('{')
+		j.fStr("suite", s.Suite)
+		j.fInt("checks", int64(s.Checks))
+		j.fInt("passed", int64(s.Passed))
+		j.fInt("failed", int64(s.Failed))
+		j.fInt("skipped", int64(s.Skipped))
+		j.close('}')
+	}
+	j.close(']')
 	j.fStrs("inconclusive_scenarios", d.InconclusiveScenarios)
 	j.key("person_touches_per_scenario")
 	j.open('{')

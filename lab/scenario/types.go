@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -473,7 +474,17 @@ type Check struct {
 	Name        string `yaml:"name"`
 	Upstream    string `yaml:"upstream"`
 	Description string `yaml:"description"`
-	Condition   `yaml:",inline"`
+	// Kinds are the device kinds the check applies to (virtual,
+	// emulator, phone); on another kind it is not evaluated and is
+	// reported skipped ("not applicable on virtual devices"), never
+	// passed. Empty means every kind.
+	Kinds     []string `yaml:"kinds"`
+	Condition `yaml:",inline"`
+}
+
+// AppliesTo says whether the check is evaluated on a device of kind.
+func (c *Check) AppliesTo(kind string) bool {
+	return len(c.Kinds) == 0 || slices.Contains(c.Kinds, kind)
 }
 
 // Subjects of a condition, for `of:`.

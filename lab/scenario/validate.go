@@ -629,6 +629,11 @@ func (v *validator) checkName(name, path string) {
 
 func (v *validator) check(c *Check, path string) {
 	v.checkName(c.Name, join(path, "name"))
+	for i, k := range c.Kinds {
+		if !slices.Contains(DeviceKinds, k) {
+			v.errf(index(join(path, "kinds"), i), "want one of %s, got %q", strings.Join(DeviceKinds, ", "), clip(k, 40))
+		}
+	}
 	v.condition(&c.Condition, path)
 }
 

@@ -165,7 +165,7 @@ func (r *Result) Failed() bool {
 		return true
 	}
 	for _, c := range r.Checks {
-		if !c.OK {
+		if c.Failed() {
 			return true
 		}
 	}

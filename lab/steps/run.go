@@ -473,13 +473,23 @@ func (a *attempt) checkAll(ctx context.Context, checks []scenario.Check) error {
 	cache := map[string]any{}
 	for i := range checks {
 		c := &checks[i]
-		rc, err := a.evalCheck(ctx, c.Name, c.Upstream, &c.Condition, cache)
+		rc, err := a.namedCheck(ctx, c, cache)
 		if err != nil {
 			return err
 		}
 		a.record(rc)
 	}
 	return nil
+}
+
+// namedCheck evaluates a scenario's check, or reports it skipped on a
+// device kind it does not apply to (an Android UI or freezer check on a
+// virtual device): skipped is neither a pass nor a failure.
+func (a *attempt) namedCheck(ctx context.Context, c *scenario.Check, cache map[string]any) (reports.Check, error) {
+	if kind := a.target(c.Device).Kind; !c.AppliesTo(kind) {
+		return reports.Check{Name: c.Name, Skipped: true, Detail: "skipped: not applicable on " + kind + " devices", Upstream: c.Upstream}, nil
+	}
+	return a.evalCheck(ctx, c.Name, c.Upstream, &c.Condition, cache)
 }
 
 // evalCheck evaluates one named condition. Only a lab fault is returned
