@@ -197,6 +197,7 @@ type Step struct {
 	Await    string        `yaml:"await"`
 	Install  *InstallStep  `yaml:"install"`
 	Caller   *CallerStep   `yaml:"caller"`
+	Bridge   *BridgeStep   `yaml:"bridge"`
 	// Include is replaced by the fragment's steps when the file is read;
 	// a parsed scenario never holds one.
 	Include *IncludeStep `yaml:"include"`
@@ -227,13 +228,14 @@ const (
 	KindAwait    = "await"
 	KindInstall  = "install"
 	KindCaller   = "caller"
+	KindBridge   = "bridge"
 	KindInclude  = "include"
 )
 
 // StepKinds lists every step kind.
 var StepKinds = []string{KindReset, KindSeed, KindApp, KindCallers, KindAsk, KindPrompt, KindConsent, KindTap,
 	KindApproval, KindPlugins, KindTools, KindKill, KindRestart, KindReboot, KindWait, KindSleep, KindRun, KindCheck, KindAwait,
-	KindInstall, KindCaller, KindInclude}
+	KindInstall, KindCaller, KindBridge, KindInclude}
 
 // Kind is the step's kind.
 func (s *Step) Kind() string { return s.kind }
@@ -324,6 +326,25 @@ type PromptStep struct {
 	MCPServers []MCPServer `yaml:"mcp_servers"`
 	// CancelAfter sends session/cancel this long after the prompt.
 	CancelAfter Duration `yaml:"cancel_after"`
+}
+
+// BridgeStep runs the lab's acp-bridge (agentlab bridge, spec §8.4) as an
+// editor would: it pairs with a fresh pairing code (or the token an
+// earlier bridge step of the attempt stored), sends initialize, opens a
+// session and sends the prompt, then keeps the editor's side open for
+// hold. Desktop access must be on. The output is the bridge's exit code
+// and what the editor saw.
+type BridgeStep struct {
+	// Token connects with the stored token instead of a new code.
+	Token bool `yaml:"token"`
+	// Text or Script is the prompt (one of scripts); neither sends none.
+	Text   string `yaml:"text"`
+	Script string `yaml:"script"`
+	// CancelAfter sends session/cancel this long after the prompt.
+	CancelAfter Duration `yaml:"cancel_after"`
+	// Hold keeps stdin open this long after the last answer (0: closed at
+	// once, exit 0); the phone closing first ends the bridge (exit 6).
+	Hold Duration `yaml:"hold"`
 }
 
 // ToolRef is a toolScope entry: the plugin's name and the raw tool name.

@@ -56,6 +56,8 @@ func (a *attempt) exec(ctx context.Context, n int, t *Target, st *scenario.Step)
 		return a.ask(ctx, t, st, look)
 	case scenario.KindPrompt:
 		return a.prompt(ctx, t, st, expand)
+	case scenario.KindBridge:
+		return a.bridgeStep(ctx, t, st, expand)
 	case scenario.KindConsent:
 		return nil, a.consentStep(ctx, t, st.Consent)
 	case scenario.KindTap:

@@ -43,6 +43,7 @@ type attempt struct {
 
 	// Per role, created on first use and closed by close.
 	acp      map[string]*acpConn
+	bridges  map[string]*bridgeState
 	consent  map[string]*recorder
 	offsets  map[string]map[string]int64
 	snapshot map[string]any
@@ -74,7 +75,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, env *Env) *Result {
 	a := &attempt{
 		ctx: ctx, sc: sc, env: env, log: env.Logger, start: time.Now(), roles: map[string]*Target{},
 		saved: map[string]any{}, recIndex: map[string]int{}, recorded: map[string]reports.Check{},
-		bg: map[string]*bgStep{}, dumps: map[string]bool{}, acp: map[string]*acpConn{}, consent: map[string]*recorder{},
+		bg: map[string]*bgStep{}, dumps: map[string]bool{}, acp: map[string]*acpConn{}, bridges: map[string]*bridgeState{}, consent: map[string]*recorder{},
 		offsets: map[string]map[string]int64{}, snapshot: map[string]any{}, clocks: map[string]bool{},
 		hands: map[string]*hand{}, uiSeen: map[string]any{},
 	}
@@ -230,6 +231,9 @@ func (a *attempt) close() {
 	}
 	for _, c := range a.acp {
 		c.close()
+	}
+	for _, b := range a.bridges {
+		b.close()
 	}
 	a.closeHands()
 }
