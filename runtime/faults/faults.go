@@ -64,6 +64,10 @@ var All = []Fault{
 		[]string{"security/oversize-stays-open"}},
 	{"revoke_leaves_connected", "revoking a caller app closes its channels (§5.6)",
 		[]string{"third-party/revoke-closes"}},
+	{"idle_death_restarted", "the supervisor restarts a runtime that died only when its last heartbeat showed tasks (§11.7)",
+		[]string{"fault/supervisor"}},
+	{"desktop_off_keeps_connected", "turning desktop access off closes the socket and every desktop connection (§8)",
+		[]string{"desktop/idle", "desktop/pairing"}},
 	{"soak_leak", "a prompt's goroutines and descriptors end with it", nil},
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/runtime/clock"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 	"github.com/agentoslab/agentlab/runtime/supervise/logfile"
 )
 
@@ -137,7 +138,7 @@ func (s *Supervisor) loop(ctx context.Context) string {
 			}
 			s.logger.Error("supervise: crash loop; safe mode", "deaths", n, "window", s.t.LoopWindow.String())
 			continue // start it again at once, in safe mode
-		case tasks > 0 && hbState != "stopping":
+		case (tasks > 0 || faultinject.Enabled && faultinject.Active(faultinject.IdleDeathRestarted)) && hbState != "stopping":
 			backoff = nextBackoff(backoff, uptime, s.t)
 			wait = backoff
 			s.setStatusBackoff(n, backoff)

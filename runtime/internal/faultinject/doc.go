@@ -44,6 +44,8 @@
 //	oversize_closes_channel      a tool_call update goes out whole (no rawInput marker) and an oversize
 //	                             outgoing message ends the connection instead of being answered locally
 //	revoke_leaves_connected      revoking a caller app leaves its channels open
+//	idle_death_restarted         the supervisor restarts a runtime that died idle (spec §11.7: only one with tasks)
+//	desktop_off_keeps_connected  turning desktop access off leaves the socket and the connected computers
 //	soak_leak                    every prompt leaks a goroutine and a descriptor (caught by a soak, not by
 //	                             a scenario: scenarios/soak)
 package faultinject
@@ -71,6 +73,8 @@ const (
 	PluginsEnabledByDefault  = "plugins_enabled_by_default"
 	OversizeClosesChannel    = "oversize_closes_channel"
 	RevokeLeavesConnected    = "revoke_leaves_connected"
+	IdleDeathRestarted       = "idle_death_restarted"
+	DesktopOffKeepsConnected = "desktop_off_keeps_connected"
 	SoakLeak                 = "soak_leak"
 )
 
@@ -80,7 +84,8 @@ var Faults = []string{
 	HighOffersAlwaysAllow, UnofferedAnswerAllows, ConsentTimeoutAllows, PairingAttemptsUnlimited,
 	PairingCodeReusable, DesktopAnyUID, ReadSkillDotDot, SessionMCPLoopback, ModelKeyLogged,
 	CrossAppSessionLoad, ProviderPeerUIDUnchecked, SignatureKeepsGrant, BusyQuotaIgnored,
-	PluginsEnabledByDefault, OversizeClosesChannel, RevokeLeavesConnected, SoakLeak,
+	PluginsEnabledByDefault, OversizeClosesChannel, RevokeLeavesConnected, IdleDeathRestarted,
+	DesktopOffKeepsConnected, SoakLeak,
 }
 
 // Names of the switches.
