@@ -143,7 +143,7 @@ func writeHTMLWith(out io.Writer, r *Run, extra func(htmlWriter)) error {
 	w.fact("model", modelLine(r.Model))
 	w.fact("selection", selectionLine(r.Selection))
 	w.fact("attempts", fmt.Sprintf("%d (%d lost to lab faults)", s.Attempts, s.LabFaultAttempts))
-	w.fact("checks", fmt.Sprintf("%d of %s passed", s.ChecksPassed, plural(s.Checks, "check")))
+	w.fact("checks", checksLine(s))
 	w.rawf("</dl>\n<ul class=\"counts\">\n<li>%s</li>\n", plural(s.Total, "scenario"))
 	for _, v := range verdictOrder {
 		w.raw("<li>")

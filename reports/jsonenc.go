@@ -263,14 +263,19 @@ func encodeRun(w io.Writer, r *Run) error {
 	j.key("summary")
 	j.open('{')
 	for _, f := range []struct {
-		k string
-		v int
+		k        string
+		v        int
+		omitZero bool
 	}{
-		{"total", s.Total}, {"pass", s.Pass}, {"fail", s.Fail}, {"flaky", s.Flaky}, {"error", s.Error},
-		{"skipped", s.Skipped}, {"inconclusive", s.Inconclusive}, {"attempts", s.Attempts},
-		{"labFaultAttempts", s.LabFaultAttempts}, {"checks", s.Checks}, {"checksPassed", s.ChecksPassed},
-		{"devices", s.Devices}, {"quarantinedDevices", s.QuarantinedDevices}, {"exitCode", s.ExitCode},
+		{"total", s.Total, false}, {"pass", s.Pass, false}, {"fail", s.Fail, false}, {"flaky", s.Flaky, false},
+		{"error", s.Error, false}, {"skipped", s.Skipped, false}, {"inconclusive", s.Inconclusive, false},
+		{"attempts", s.Attempts, false}, {"labFaultAttempts", s.LabFaultAttempts, false}, {"checks", s.Checks, false},
+		{"checksPassed", s.ChecksPassed, false}, {"checksSkipped", s.ChecksSkipped, true}, {"devices", s.Devices, false},
+		{"quarantinedDevices", s.QuarantinedDevices, false}, {"exitCode", s.ExitCode, false},
 	} {
+		if f.omitZero && f.v == 0 {
+			continue
+		}
 		j.fInt(f.k, int64(f.v))
 	}
 	j.close('}')

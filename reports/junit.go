@@ -199,8 +199,8 @@ func junitRunSuite(r *Run, host string) junitSuite {
 		}
 	}
 	s := r.Summary
-	fmt.Fprintf(&out, "%s\n%s\n%s, %d lost to lab faults; %d/%s passed\n", headline(s), countsLine(s),
-		plural(s.Attempts, "attempt"), s.LabFaultAttempts, s.ChecksPassed, plural(s.Checks, "check"))
+	fmt.Fprintf(&out, "%s\n%s\n%s, %d lost to lab faults; %s\n", headline(s), countsLine(s),
+		plural(s.Attempts, "attempt"), s.LabFaultAttempts, checksLine(s))
 	return junitSuite{
 		Name: runSuite, ID: 0, Package: runSuite, Hostname: host,
 		Time:       seconds(max(0, r.FinishedAt.Sub(r.StartedAt).Milliseconds())),

@@ -318,8 +318,11 @@ type Summary struct {
 	LabFaultAttempts int `json:"labFaultAttempts"`
 	// Checks and ChecksPassed count the scenarios' (deciding attempts')
 	// named checks.
-	Checks             int `json:"checks"`
-	ChecksPassed       int `json:"checksPassed"`
+	Checks       int `json:"checks"`
+	ChecksPassed int `json:"checksPassed"`
+	// ChecksSkipped counts the checks not evaluated on their devices'
+	// kind (in Checks, never in ChecksPassed; 1.2).
+	ChecksSkipped      int `json:"checksSkipped,omitempty"`
 	Devices            int `json:"devices"`
 	QuarantinedDevices int `json:"quarantinedDevices"`
 	// ExitCode is ExitCode(run).
@@ -375,8 +378,11 @@ func Summarize(r *Run) Summary {
 		}
 		s.Checks += len(sc.Checks)
 		for _, c := range sc.Checks {
-			if c.OK {
+			switch {
+			case c.OK:
 				s.ChecksPassed++
+			case c.Skipped:
+				s.ChecksSkipped++
 			}
 		}
 	}
