@@ -388,7 +388,7 @@ func (r *run) queue(ctx context.Context, prefix string) (*runner.Result, error) 
 		}
 	}
 	exec := &runner.DeviceExecutor{Tokens: tokens, Kinds: kinds, Secret: r.secret, Logger: r.o.Logger,
-		ConsentDriver: r.o.ConsentDriver, Chromium: r.o.Chromium}
+		ConsentDriver: r.o.ConsentDriver, Chromium: r.o.Chromium, NoLogcat: !r.cfg.Artifacts.Logcat, NoScreenshots: !r.cfg.Artifacts.Screenshot}
 	// A reboot loses the reverses: the stub's and the test site's.
 	var reverses [][2]string
 	if stub := r.prov.stub; stub != nil {

@@ -82,7 +82,7 @@ func (r *run) sample(ctx context.Context, rec *soak.Recorder, iteration int) {
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, sampleTimeout)
-		st, err := runtimectl.New(d.dev, &runtimectl.Options{Logger: r.o.Logger}).Status(sctx)
+		st, err := runtimectl.New(d.dev, &runtimectl.Options{Logger: r.o.Logger, OneShot: true}).Status(sctx)
 		cancel()
 		switch {
 		case err != nil:

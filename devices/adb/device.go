@@ -217,6 +217,35 @@ func (d *Device) Su(ctx context.Context, cmd string) (devices.Result, error) {
 	}
 }
 
+// SuStream starts cmd as root and returns its stdin and stdout as one
+// raw stream ("exec:": no PTY, no shell-protocol framing, so bytes pass
+// unchanged both ways). It is for long-lived conversations with a device
+// program (the lab's `agentosd ctl --lines`); closing the stream ends
+// cmd's stdin. Stderr is the device's business: send it to /dev/null in
+// cmd when the stream must carry only cmd's output.
+func (d *Device) SuStream(ctx context.Context, cmd string) (net.Conn, error) {
+	rm, err := d.rootMethod(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("su stream: %w", err)
+	}
+	service := "exec:" + cmd
+	switch rm {
+	case devices.RootMagisk, devices.RootKernelSU:
+		service = "exec:su -c " + Quote(cmd)
+	case devices.RootADB:
+		if err := d.Root(ctx); err != nil {
+			return nil, fmt.Errorf("su stream: %w", err)
+		}
+	default:
+		return nil, fmt.Errorf("su stream on %s: %w", d.serial, devices.ErrNoRoot)
+	}
+	c, err := d.srv.hp.Dial(ctx, d.serial, service)
+	if err != nil {
+		return nil, mapErr("su stream", err)
+	}
+	return c, nil
+}
+
 // shellUID returns the uid the device's shell runs as.
 func (d *Device) shellUID(ctx context.Context) (string, error) {
 	res, err := d.Shell(ctx, "id -u")

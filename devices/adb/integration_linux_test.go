@@ -303,6 +303,8 @@ func TestVirtualRootMethods(t *testing.T) {
 				if !errors.Is(err, devices.ErrNoRoot) {
 					t.Fatalf("Su on a device without root = %+v %v", res, err)
 				}
+				_, err := v.d.SuStream(c, "cat")
+				require.ErrorIs(t, err, devices.ErrNoRoot)
 				if err := v.d.Root(c); !errors.Is(err, devices.ErrNoRoot) {
 					t.Fatalf("adb root on a user build = %v", err)
 				}
@@ -311,6 +313,7 @@ func TestVirtualRootMethods(t *testing.T) {
 			if err != nil || strings.TrimSpace(string(res.Stdout)) != "0" {
 				t.Fatalf("Su(id -u) = %+v %v", res, err)
 			}
+			suStreamConverses(t, v.d)
 			if tt.want != devices.RootADB {
 				return
 			}
@@ -331,6 +334,34 @@ func TestVirtualRootMethods(t *testing.T) {
 			}
 		})
 	}
+}
+
+// suStreamConverses holds a conversation with a root shell over one
+// SuStream: each line written is answered before the next is sent, the
+// answers run as root, bytes pass unchanged (no PTY echo, no CRLF), and
+// closing the stream ends the command.
+func suStreamConverses(t *testing.T, d *adb.Device) {
+	t.Helper()
+	c := ctx(t, 30*time.Second)
+	conn, err := d.SuStream(c, `echo $$; while read -r l; do echo "$(id -u):$l"; done`)
+	require.NoError(t, err)
+	r := bufio.NewReader(conn)
+	pid, err := r.ReadString('\n')
+	require.NoError(t, err)
+	for _, line := range []string{"one", `two 'quoted' "x"`, "tab\tthree"} {
+		_, err := io.WriteString(conn, line+"\n")
+		require.NoError(t, err)
+		got, err := r.ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, "0:"+line+"\n", got)
+	}
+	// adbd hangs up on a command whose stream closed, as on a phone: a
+	// lab that drops its session leaves no root process behind.
+	require.NoError(t, conn.Close())
+	require.Eventually(t, func() bool {
+		res, err := d.Su(c, "kill -0 "+strings.TrimSpace(pid))
+		return err == nil && res.ExitCode != 0
+	}, 10*time.Second, 20*time.Millisecond, "the command outlived its stream")
 }
 
 // moduleZip writes a module whose service.sh leaves a marker.

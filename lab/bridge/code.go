@@ -56,7 +56,7 @@ func Code(ctx context.Context, opts Options, co CodeOptions) error {
 			return err
 		}
 	}
-	rc := runtimectl.New(adb.NewServer(o.adbServer(), nil).Device(t.serial), nil)
+	rc := runtimectl.New(adb.NewServer(o.adbServer(), nil).Device(t.serial), &runtimectl.Options{OneShot: true})
 	var res *runtimectl.CodeResult
 	if co.Enable {
 		res, err = rc.DesktopEnable(ctx)

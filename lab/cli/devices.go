@@ -54,7 +54,7 @@ func probe(ctx context.Context, d *lab.Device) deviceRow {
 	default:
 		row.Health = "healthy"
 	}
-	st, err := runtimectl.New(dev, nil).Status(ctx)
+	st, err := runtimectl.New(dev, &runtimectl.Options{OneShot: true}).Status(ctx)
 	switch {
 	case err == nil:
 		row.Runtime = "agentosd " + st.Version

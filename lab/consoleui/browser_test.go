@@ -38,6 +38,7 @@ type owner struct {
 	cards    []consent.Card
 	answered map[string]string
 	calls    []string
+	safeMode bool
 }
 
 func newOwner(ids ...string) *owner {
@@ -77,8 +78,11 @@ func (o *owner) Invoke(_ context.Context, _ transport.Cred, method string, param
 		}
 		res = map[string]bool{"accepted": accepted}
 	case "callers.list":
-		res = map[string]any{"callers": []map[string]any{{"packageName": "org.example.evil", "label": "Evil" + hostile, "state": "allowed"}},
+		res = map[string]any{"callers": []map[string]any{{"packageName": "org.example.evil", "label": "Evil" + hostile, "state": "allowed",
+			"usage": map[string]any{"promptsTotal": 7, "promptsLastHour": 4, "activeTasks": 1}}},
 			"cards": []any{}, "health": "ok"}
+	case "quota.show":
+		res = map[string]any{"limits": map[string]any{"maxPromptChars": 16000, "maxConcurrent": 1, "maxPerHour": 30, "windowMs": 3600000}}
 	case "plugins.list":
 		res = []map[string]any{{"id": "p" + hostile, "displayName": "Plugin" + hostile, "enabled": true, "servers": []any{}}}
 	case "aci.list":
@@ -87,7 +91,10 @@ func (o *owner) Invoke(_ context.Context, _ transport.Cred, method string, param
 		res = map[string]any{"package": "org.example.aci", "service": "main", "snapshot": map[string]any{"title": "ACI" + hostile,
 			"components": []map[string]any{{"type": "text", "text": hostile}, {"type": "button", "action": "go", "label": hostile}}}}
 	case "status":
-		res = map[string]any{"version": "test", "safeMode": false}
+		res = map[string]any{"version": "test", "safeMode": o.safeMode}
+	case "safemode.enter", "safemode.leave":
+		o.safeMode = method == "safemode.enter"
+		res = map[string]any{"safeMode": o.safeMode, "note": "safe mode " + map[bool]string{true: "entered", false: "left"}[o.safeMode]}
 	case "model.show":
 		res = map[string]any{"configured": false}
 	case "sessions.list", "desktop.list":
@@ -180,6 +187,12 @@ func TestEveryPageInChromium(t *testing.T) {
 		n, err := Eval[int](ctx, br, `document.scripts.length + document.images.length`)
 		require.NoError(t, err)
 		assert.Equal(t, 1, n, "%s: only the console's own script, no injected element", p)
+		if p == "/apps" {
+			row, err := Eval[string](ctx, br, `document.querySelector('tr[data-package="org.example.evil"]').innerText`)
+			require.NoError(t, err)
+			assert.Contains(t, row, "4 / 30", "usage against the hourly quota")
+			assert.Contains(t, row, "1 / 1", "tasks against the quota at once")
+		}
 		if p != "/sessions" && p != "/desktop" && p != "/model" && p != "/status" && p != "/aci" {
 			assert.Contains(t, text, "<script>window.pwned=1</script>", "%s shows the markup as text", p)
 		}
@@ -262,4 +275,40 @@ func TestCrossSiteFormInChromium(t *testing.T) {
 	assert.Contains(t, text, "cross-origin request refused")
 	_, answered := o.answer("req-1")
 	assert.False(t, answered, "a cross-site form answered a card")
+}
+
+// TestSafeModeSwitchInChromium: the status page's switch, clicked in a
+// real browser, enters safe mode and leaves it again through the admin
+// methods, the page showing the state the runtime reports.
+func TestSafeModeSwitchInChromium(t *testing.T) {
+	o := newOwner()
+	br := openConsole(t, o)
+	ctx := ctxT(t)
+	state := func() string {
+		t.Helper()
+		v, err := Eval[string](ctx, br, `document.querySelector("[data-safe-mode]").dataset.safeMode`)
+		require.NoError(t, err)
+		return v
+	}
+	_, err := br.Visit(ctx, "/status")
+	require.NoError(t, err)
+	require.Equal(t, "off", state())
+	for _, step := range []struct{ op, want, note string }{
+		{"safemode.enter", "on", "safe mode entered"},
+		{"safemode.leave", "off", "safe mode left"},
+	} {
+		// The page after the form is the one showing the new state.
+		require.NoError(t, br.do(ctx, chromedp.Click(chromedp.CSS(`button[data-op="`+step.op+`"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-safe-mode="`+step.want+`"]`)), chromedp.WaitVisible(chromedp.CSS("p.note"))), step.op)
+		note, err := run(ctx, br, chromedp.Text(chromedp.CSS("p.note")))
+		require.NoError(t, err)
+		assert.Contains(t, note, step.note)
+		assert.Equal(t, step.want, state(), "after %s", step.op)
+		o.mu.Lock()
+		assert.Contains(t, o.calls, step.op)
+		o.mu.Unlock()
+	}
+	errs, outside := br.Problems()
+	assert.Empty(t, errs, "console errors")
+	assert.Empty(t, outside, "requests outside the console")
 }

@@ -254,6 +254,7 @@ func Provision(ctx context.Context, dev devices.Device, arts *build.Artifacts, o
 		co.Logger = p.log
 	}
 	p.ctl = runtimectl.New(dev, &co)
+	defer p.ctl.Close()
 
 	var moduleChanged bool
 	steps := []struct {

@@ -33,6 +33,9 @@ type DeviceExecutor struct {
 	// browser ("" finds one).
 	ConsentDriver string
 	Chromium      string
+	// NoLogcat and NoScreenshots leave those out of the kept artifacts
+	// (lab.yaml artifacts.logcat and .screenshot false).
+	NoLogcat, NoScreenshots bool
 	// CollectTimeout bounds artifact collection; default 2 min.
 	CollectTimeout time.Duration
 	Logger         *slog.Logger
@@ -44,7 +47,7 @@ var _ Executor = (*DeviceExecutor)(nil)
 func (e *DeviceExecutor) Run(ctx context.Context, at *Attempt) *Outcome {
 	roles := at.Scenario.Roles()
 	env := &steps.Env{RunDir: at.RunDir, RelDir: at.RelDir, Attempt: at.Number, Secret: e.Secret, Logger: e.Logger,
-		ConsentDriver: e.ConsentDriver, Chromium: e.Chromium}
+		ConsentDriver: e.ConsentDriver, Chromium: e.Chromium, NoLogcat: e.NoLogcat, NoScreenshots: e.NoScreenshots}
 	if e.Stub != nil {
 		env.Stub = e.Stub
 	}
@@ -54,7 +57,9 @@ func (e *DeviceExecutor) Run(ctx context.Context, at *Attempt) *Outcome {
 		if e.Ctl != nil {
 			ctl = e.Ctl(dev)
 		} else {
-			ctl = runtimectl.New(dev, &runtimectl.Options{Logger: e.Logger})
+			rc := runtimectl.New(dev, &runtimectl.Options{Logger: e.Logger})
+			defer rc.Close() // after the artifacts, which ask the runtime too
+			ctl = rc
 		}
 		role := ""
 		if i < len(roles) {

@@ -4,14 +4,19 @@
 //
 // Every call takes one path: the module's agentosd binary on the device
 // runs the ctl verb and prints the raw JSON result, which this package
-// decodes. A runtime refusal comes back as *errcode.Error (match with
+// decodes. On adb devices the binary keeps running between calls
+// (`agentosd ctl --lines` on a root stream, a few per client), so a call
+// costs a round trip, not a process; elsewhere, or with an agentosd
+// without --lines, each call runs its own `agentosd ctl`. Both give the
+// same answers. Close the client to end its sessions. A runtime refusal comes back as *errcode.Error (match with
 // errors.Is(err, errcode.NotFound) …); a runtime that does not answer is
 // ErrUnreachable; a device without the module is ErrNotInstalled.
 //
 // Secrets (the model key) never appear on a command line and are never
-// logged: they are pushed over adb's sync protocol into a file only root
-// and the shell user can read, fed to ctl's stdin by the root shell, and
-// removed in the same command.
+// logged: on a session they travel in the request to ctl's stdin; one-shot,
+// they are pushed over adb's sync protocol into a file only root and the
+// shell user can read, fed to ctl's stdin by the root shell, and removed in
+// the same command.
 //
 // Verbs the runtime has and this package has no typed call for yet are
 // reachable with Client.Call(ctx, &out, "group", "verb", args…).
@@ -89,13 +94,17 @@ type Options struct {
 	// Logger gets one debug line per call (the verb, its duration and
 	// exit code; never arguments, results or secrets). Nil discards.
 	Logger *slog.Logger
+	// OneShot runs every call as its own `agentosd ctl` process, as a
+	// person at `adb shell` would, instead of on a kept session.
+	OneShot bool
 }
 
 // Client calls one device's runtime. It is safe for concurrent use.
 type Client struct {
-	dev  devices.Device
-	opts Options
-	log  *slog.Logger
+	dev   devices.Device
+	opts  Options
+	log   *slog.Logger
+	lines sessions
 }
 
 // New returns a client for dev's runtime.
@@ -114,7 +123,17 @@ func New(dev devices.Device, opts *Options) *Client {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Client{dev: dev, opts: o, log: log}
+	c := &Client{dev: dev, opts: o, log: log}
+	if rs, ok := dev.(rootStreamer); ok && !o.OneShot {
+		c.lines = sessions{dev: rs, cmd: quote(o.Agentosd) + " ctl --lines 2>/dev/null"}
+	}
+	return c
+}
+
+// Close ends the client's ctl sessions; later calls run one-shot.
+func (c *Client) Close() error {
+	c.lines.disable()
+	return nil
 }
 
 // Device is the client's device.
@@ -123,6 +142,15 @@ func (c *Client) Device() devices.Device { return c.dev }
 // quote quotes s for sh as one word.
 func quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// ctlArgs are ctl's arguments for a call with args.
+func (c *Client) ctlArgs(args []string) []string {
+	full := []string{"--json"}
+	if c.opts.SocketPrefix != "" {
+		full = append(full, "--socket-prefix", c.opts.SocketPrefix)
+	}
+	return append(full, args...)
 }
 
 // command is the shell command running ctl with args.
@@ -156,12 +184,34 @@ func verbName(args []string) string {
 // Call runs `agentosd ctl --json ARGS…` as root and decodes the result
 // into out (nil discards it). ARGS never hold secrets.
 func (c *Client) Call(ctx context.Context, out any, args ...string) error {
-	return c.run(ctx, c.command(args), verbName(args), out)
+	verb := verbName(args)
+	if done, err := c.onSession(ctx, args, nil, verb, out); done {
+		return err
+	}
+	return c.run(ctx, c.command(args), verb, out)
+}
+
+// onSession runs the call on a kept session; done is false when it must
+// run one-shot instead (no session answered, so nothing ran).
+func (c *Client) onSession(ctx context.Context, args []string, stdin []byte, verb string, out any) (done bool, err error) {
+	start := time.Now()
+	res, ok, err := c.lines.call(ctx, c.ctlArgs(args), stdin)
+	if !ok {
+		return false, nil
+	}
+	if err != nil {
+		return true, fmt.Errorf("agentosd ctl %s: %w", verb, err)
+	}
+	c.log.Debug("agentosd ctl", "verb", verb, "exit", res.ExitCode, "duration", time.Since(start), "session", true)
+	return true, decode(verb, res, out)
 }
 
 // callWithSecret runs ctl with secret on its stdin (see the package doc).
 func (c *Client) callWithSecret(ctx context.Context, secret []byte, out any, args ...string) error {
 	verb := verbName(args)
+	if done, err := c.onSession(ctx, args, secret, verb, out); done {
+		return err
+	}
 	var nb [12]byte
 	rand.Read(nb[:])
 	file := c.opts.TempDir + "/.agentlab-secret-" + hex.EncodeToString(nb[:])

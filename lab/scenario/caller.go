@@ -114,8 +114,9 @@ type PlanFields struct {
 	Send *Value `yaml:"send"`
 	// Line is sent exactly as written (for what is not a JSON message).
 	Line *string `yaml:"line"`
-	// Socket is caller, admin, acp, app:PKG/SERVER (a provider's server)
-	// or a socket name.
+	// Socket is caller, admin, acp, app:PKG/SERVER (a provider's server),
+	// aci:PKG/SERVER (a controlled app's ACI service, which dial speaks in
+	// ACI frames) or a socket name.
 	Socket string `yaml:"socket"`
 	// Read bounds how long raw, raw_read and dial read what comes back;
 	// for listen, how long it goes on after its last connection.

@@ -150,15 +150,19 @@ func (r *Result) Collect(ctx context.Context) ([]reports.Artifact, error) {
 		} else {
 			errs = append(errs, fmt.Errorf("getprop: %w", err))
 		}
-		if b, err := t.Device.Logs(ctx, r.Start.Add(-time.Second)); err == nil {
-			write(prefix+"logcat.txt", reports.ArtifactLogcat, b)
-		} else if !errors.Is(err, devices.ErrUnsupported) {
-			errs = append(errs, fmt.Errorf("logcat: %w", err))
+		if !env.NoLogcat {
+			if b, err := t.Device.Logs(ctx, r.Start.Add(-time.Second)); err == nil {
+				write(prefix+"logcat.txt", reports.ArtifactLogcat, b)
+			} else if !errors.Is(err, devices.ErrUnsupported) {
+				errs = append(errs, fmt.Errorf("logcat: %w", err))
+			}
 		}
-		if b, err := t.Device.Screenshot(ctx); err == nil {
-			write(prefix+"screenshot.png", reports.ArtifactScreenshot, b)
-		} else if !errors.Is(err, devices.ErrUnsupported) {
-			errs = append(errs, fmt.Errorf("screenshot: %w", err))
+		if !env.NoScreenshots {
+			if b, err := t.Device.Screenshot(ctx); err == nil {
+				write(prefix+"screenshot.png", reports.ArtifactScreenshot, b)
+			} else if !errors.Is(err, devices.ErrUnsupported) {
+				errs = append(errs, fmt.Errorf("screenshot: %w", err))
+			}
 		}
 		if env.Stub != nil && t.StubToken != "" {
 			reqs, dropped := env.Stub.Requests(t.StubToken)
@@ -170,6 +174,9 @@ func (r *Result) Collect(ctx context.Context) ([]reports.Artifact, error) {
 	a.uiMu.Lock()
 	shots := slices.Clone(a.shots)
 	a.uiMu.Unlock()
+	if env.NoScreenshots {
+		shots = nil
+	}
 	for _, s := range shots {
 		name := s.name
 		if multi {

@@ -85,6 +85,10 @@ type Env struct {
 	// one).
 	ConsentDriver string
 	Chromium      string
+	// NoLogcat and NoScreenshots leave the device log slice and every
+	// screenshot (the device's and the ui driver's card shots) out of the
+	// artifacts (lab.yaml artifacts.logcat and .screenshot false).
+	NoLogcat, NoScreenshots bool
 	// Timer lets the time of timed waits (wait: {for: D}) pass; nil
 	// advances the runtime's virtual clock when it has one and really
 	// waits when it has not.

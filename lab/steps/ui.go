@@ -76,6 +76,15 @@ func (a *attempt) tapUI(ctx context.Context, t *Target, kind, id, choice string)
 	// One tap at a time on a device: the browser has one tab.
 	a.uiMu.Lock()
 	defer a.uiMu.Unlock()
+	// A card that already ended (answered, timed out) never shows on the
+	// console: say so at once, as ctl does, instead of waiting a whole
+	// try for it. The lab learns a card's id only once it is pending, so
+	// a card not pending now is not coming.
+	if pending, err := stillPending(ctx, t, kind, id); err != nil {
+		return false, err
+	} else if !pending {
+		return false, nil
+	}
 	for range uiTries {
 		tctx, cancel := context.WithTimeout(ctx, uiAnswerTimeout)
 		var ans *consoleui.Answered

@@ -128,12 +128,19 @@ func Ctl(ctx context.Context, verbs []Verb, args []string, cio CtlIO) int {
 	dir := fs.String("socket-dir", "", "directory of socket files (systems without abstract sockets)")
 	timeout := fs.Duration("timeout", 0, "bound for the call (default per verb)")
 	asJSON := fs.Bool("json", false, "print raw JSON")
+	lines := fs.Bool("lines", false, "serve one JSON request per stdin line (for programs)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			vt.help(cio.Stdout, nil)
 			return ExitOK
 		}
 		return vt.usage(cio.Stderr, err.Error())
+	}
+	if *lines {
+		if fs.NFlag() > 1 || fs.NArg() > 0 {
+			return vt.usage(cio.Stderr, "--lines takes no other arguments: each request line carries its own")
+		}
+		return ctlLines(ctx, verbs, cio)
 	}
 	rest, jsonFlag := stripJSONFlag(fs.Args())
 	*asJSON = *asJSON || jsonFlag
@@ -319,6 +326,9 @@ func (vt verbTable) help(w io.Writer, words []string) bool {
 		fmt.Fprintln(w, "  --socket-dir D      directory of socket files (systems without abstract sockets)")
 		fmt.Fprintln(w, "  --timeout D         bound for the call (default per command)")
 		fmt.Fprintln(w, "  --json              print the raw JSON result (or error)")
+		fmt.Fprintln(w, "  --lines             for programs: read one request per stdin line,")
+		fmt.Fprintln(w, "                      {\"args\":[\"--json\",\"status\"],\"stdin\":\"\"}, and answer each with")
+		fmt.Fprintln(w, "                      {\"exit\":N,\"stdout\":\"…\",\"stderr\":\"…\"} (what the one-shot command does)")
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "commands:")
 		vt.list(w, "")

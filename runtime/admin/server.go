@@ -52,6 +52,9 @@ type Options struct {
 	// Tasks reports the engine's tasks and safe mode for status; nil
 	// leaves them out.
 	Tasks Tasks
+	// SafeMode serves safemode.enter and safemode.leave; nil answers
+	// them invalid_state.
+	SafeMode SafeModeSwitch
 	// MaxConns bounds concurrent connections; 0 means DefaultMaxConns.
 	MaxConns int
 	// IdleTimeout closes quiet connections; 0 means DefaultIdleTimeout.
@@ -71,6 +74,7 @@ type Server struct {
 	methods     table
 	sections    []StatusSection
 	tasks       Tasks
+	safeMode    SafeModeSwitch
 	maxConns    int
 	idleTimeout time.Duration
 	logger      *slog.Logger
@@ -93,6 +97,7 @@ func NewServer(opts *Options) *Server {
 		started:     time.Now(),
 		sections:    o.Status,
 		tasks:       o.Tasks,
+		safeMode:    o.SafeMode,
 		maxConns:    o.MaxConns,
 		idleTimeout: o.IdleTimeout,
 		logger:      o.Logger,

@@ -33,18 +33,18 @@ type TaskCounts struct {
 
 // builtins are the methods every admin server has.
 func (s *Server) builtins() []Method {
-	return []Method{
+	return append([]Method{
 		{Name: "methods", Perm: Owner, Summary: "list the admin methods and who may call them", Handle: s.listMethods},
 		{Name: "status", Perm: Owner, Summary: "runtime version, pid, uptime, safe mode, tasks, apps, supervisor", Handle: s.status},
-	}
+	}, s.safeModeMethods()...)
 }
 
 // Verbs are the ctl verbs of the built-in methods.
 func Verbs() []Verb {
-	return []Verb{
+	return append([]Verb{
 		{Name: "methods", Method: "methods", Summary: "list the admin methods", Text: printMethods},
 		{Name: "status", Method: "status", Summary: "show the runtime's status", Text: printStatus},
-	}
+	}, safeModeVerbs()...)
 }
 
 type methodInfo struct {

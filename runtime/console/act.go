@@ -72,6 +72,10 @@ var actions = map[string]action{
 		return p
 	}},
 	"model.clear": {method: "model.clear", params: none},
+	// The status page's switch; leaving also ends the supervisor's safe
+	// mode (the runtime asks it, as leave-safe-mode does).
+	"safemode.enter": {method: "safemode.enter", params: none},
+	"safemode.leave": {method: "safemode.leave", params: none},
 	"aci.console_action": {method: methodACIConsole, params: func(f url.Values) any {
 		payload := map[string]string{}
 		if k := f.Get("key"); k != "" {
@@ -139,6 +143,10 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	if m, ok := res.(map[string]any); ok {
 		if acc, ok := m["accepted"].(bool); ok && !acc {
 			note = "not accepted: the card was already answered or has expired"
+		}
+		// The runtime's own sentence, where it has one (safe mode).
+		if n, ok := m["note"].(string); ok && n != "" {
+			note = n
 		}
 	}
 	sep := "?"

@@ -1,15 +1,22 @@
 package console
 
 import (
+	"bytes"
+	"compress/gzip"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentoslab/agentlab/runtime/transport"
 )
 
 var pagePaths = []string{"/", "/apps", "/plugins", "/plugins?tools=notes", "/sessions", "/sessions?id=ses_1", "/desktop", "/model",
@@ -174,6 +181,8 @@ func TestActions(t *testing.T) {
 		{"aci input", url.Values{"op": {"aci.console_action"}, "package": {"p"}, "service": {"s"}, "action": {"set"}, "key": {"q"}, "value": {"v"}},
 			methodACIConsole, `{"package":"p","service":"s","action":"set","payload":"{\"key\":\"q\",\"q\":\"v\",\"value\":\"v\"}"}`, http.StatusSeeOther},
 		{"authorization deny", url.Values{"op": {"callers.answer"}, "requestId": {"auth-1"}, "allow": {"false"}}, "callers.answer", `{"requestId":"auth-1","allow":false}`, http.StatusSeeOther},
+		{"enter safe mode", url.Values{"op": {"safemode.enter"}, "back": {"/status"}}, "safemode.enter", `null`, http.StatusSeeOther},
+		{"leave safe mode", url.Values{"op": {"safemode.leave"}, "back": {"/status"}}, "safemode.leave", `null`, http.StatusSeeOther},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,6 +197,25 @@ func TestActions(t *testing.T) {
 			assert.NotContains(t, w.Body.String(), "sk-secret")
 		})
 	}
+	t.Run("the runtime's note goes back to the page", func(t *testing.T) {
+		s, _ := newTestServer(t, fullAdmin(0))
+		w := s.post(t, url.Values{"op": {"safemode.leave"}, "back": {"/status"}})
+		require.Equal(t, http.StatusSeeOther, w.Code)
+		loc, err := url.Parse(w.Header().Get("Location"))
+		require.NoError(t, err)
+		assert.Equal(t, "/status", loc.Path)
+		assert.Equal(t, "safemode.leave: it restarts the runtime normally", loc.Query().Get("note"))
+	})
+	t.Run("the status page offers the switch the state allows", func(t *testing.T) {
+		for on, op := range map[bool]string{false: "safemode.enter", true: "safemode.leave"} {
+			a := fullAdmin(0)
+			a.results["status"] = js(map[string]any{"version": "test", "safeMode": on})
+			s, _ := newTestServer(t, a)
+			body := s.do(t, req{path: "/status"}).Body.String()
+			assert.Contains(t, body, `<button type="submit" data-op="`+op+`">`, "safe mode %v", on)
+			assert.Equal(t, 1, strings.Count(body, `data-op="safemode.`), "one switch")
+		}
+	})
 	t.Run("unknown op", func(t *testing.T) {
 		a := fullAdmin(0)
 		s, _ := newTestServer(t, a)
@@ -250,4 +278,69 @@ func BenchmarkConsentPage16Cards(b *testing.B) {
 	// The target is p95 < 50 ms on a device.
 	slices.Sort(took)
 	b.ReportMetric(float64(took[len(took)*95/100].Microseconds())/1000, "p95-ms")
+}
+
+// TestAppsPageQuota: each app's usage is shown against the quotas in
+// force; a runtime that cannot say its quotas gets a notice, not a
+// made-up limit.
+func TestAppsPageQuota(t *testing.T) {
+	s, _ := newTestServer(t, fullAdmin(0))
+	body := s.do(t, req{path: "/apps"}).Body.String()
+	assert.Contains(t, body, "Each app may send 30 prompts per 60 minutes, 1 at once, each up to 16000 characters.")
+	assert.Contains(t, body, `<td class="quota-hour">1 / 30</td><td class="total">3</td>`)
+	assert.Contains(t, body, `<td class="quota-tasks">1 / 1</td>`)
+
+	a := fullAdmin(0)
+	delete(a.results, "quota.show")
+	s, _ = newTestServer(t, a)
+	body = s.do(t, req{path: "/apps"}).Body.String()
+	assert.Contains(t, body, "<strong>Quotas</strong>")
+	assert.Contains(t, body, `<td class="quota-hour">1</td>`)
+	assert.NotContains(t, body, "/ 30")
+}
+
+// TestPagesGoInOneWrite: a page is gzipped when the browser accepts it
+// (so that 16 cards fit the server's first write, see writeBody) and sent
+// as it is otherwise; either way it is the same page.
+func TestPagesGoInOneWrite(t *testing.T) {
+	s, _ := newTestServer(t, fullAdmin(16))
+	plain := s.do(t, req{path: "/"})
+	require.Equal(t, http.StatusOK, plain.Code)
+	require.Greater(t, plain.Body.Len(), 16<<10, "16 cards are more than one 4 KiB write")
+	for _, tc := range []struct {
+		accept string
+		gzip   bool
+	}{
+		{"gzip, deflate, br, zstd", true},
+		{"br;q=1.0, GZIP;q=0.5", true},
+		{"gzip;q=0", false},
+		{"br", false},
+		{"", false},
+	} {
+		t.Run(tc.accept, func(t *testing.T) {
+			hr := httptest.NewRequest(http.MethodGet, "/", nil)
+			hr.Host = "127.0.0.1:8765"
+			hr.Header.Set("Accept-Encoding", tc.accept)
+			hr.AddCookie(&http.Cookie{Name: cookieName, Value: s.token})
+			hr = hr.WithContext(withPeer(hr.Context(), transport.Cred{UID: 2000}))
+			w := httptest.NewRecorder()
+			s.handler.ServeHTTP(w, hr)
+			require.Equal(t, http.StatusOK, w.Code)
+			assert.Equal(t, "Accept-Encoding", w.Header().Get("Vary"))
+			assert.Equal(t, strconv.Itoa(w.Body.Len()), w.Header().Get("Content-Length"))
+			body := w.Body.Bytes()
+			if !tc.gzip {
+				assert.Empty(t, w.Header().Get("Content-Encoding"))
+				assert.Equal(t, plain.Body.String(), string(body))
+				return
+			}
+			assert.Equal(t, "gzip", w.Header().Get("Content-Encoding"))
+			assert.Less(t, len(body), 4<<10, "the page fits one write")
+			zr, err := gzip.NewReader(bytes.NewReader(body))
+			require.NoError(t, err)
+			got, err := io.ReadAll(zr)
+			require.NoError(t, err)
+			assert.Equal(t, plain.Body.String(), string(got))
+		})
+	}
 }

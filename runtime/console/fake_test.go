@@ -93,7 +93,7 @@ func fullAdmin(cards int) *fakeAdmin {
 		"consent.pending": js(pending),
 		"consent.respond": `{"accepted":true}`,
 		"callers.list": js(map[string]any{
-			"callers": []map[string]any{{"packageName": "org.example.evil", "label": "Evil" + hostile, "state": "allowed", "usage": map[string]any{"promptsTotal": 3, "promptsLastHour": 1}}},
+			"callers": []map[string]any{{"packageName": "org.example.evil", "label": "Evil" + hostile, "state": "allowed", "usage": map[string]any{"promptsTotal": 3, "promptsLastHour": 1, "activeTasks": 1}}},
 			"cards": []map[string]any{{"requestId": "auth-1", "title": "允许「Evil" + hostile + "」使用 AgentOS 吗？", "label": "Evil" + hostile,
 				"packageName": "org.example.evil", "digestPrefix": "0123456789ab", "explanation": "wants to use AgentOS", "options": []string{"ALLOW", "DENY"},
 				"deadlineMillis": time.Date(2026, 1, 1, 0, 1, 40, 0, time.UTC).UnixMilli()}},
@@ -112,6 +112,9 @@ func fullAdmin(cards int) *fakeAdmin {
 		"desktop.code":     `{"code":"416053","expiresInMs":300000}`,
 		"model.show":       js(map[string]any{"configured": true, "provider": "openai", "model": "gpt" + hostile, "keySet": true, "usable": true}),
 		"model.set":        `{"configured":true}`,
+		"quota.show":       `{"limits":{"maxPromptChars":16000,"maxConcurrent":1,"maxPerHour":30,"windowMs":3600000}}`,
+		"safemode.enter":   `{"safeMode":true,"note":"refusing new prompts"}`,
+		"safemode.leave":   `{"safeMode":true,"restart":true,"note":"it restarts the runtime normally"}`,
 		"status":           js(map[string]any{"version": "test", "safeMode": false, "tasks": map[string]any{"running": 0}, "platform": map[string]any{"zone": hostile}}),
 		methodACIList:      js([]map[string]any{{"package": "org.example.aci", "service": "console" + hostile, "capabilities": []string{"console_ui"}}}),
 		methodACIConsole: js(map[string]any{"package": "org.example.aci", "service": "console", "snapshot": map[string]any{"title": "ACI " + hostile, "updatedAt": 1, "schema_version": "aci-sdui-v1", "components": []map[string]any{

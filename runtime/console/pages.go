@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"cmp"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"embed"
@@ -79,7 +80,43 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, dat
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Write(buf.Bytes())
+	writeBody(w, r, buf.Bytes())
+}
+
+// writeBody sends a page in one piece: gzipped when the browser takes it,
+// so that a page with many cards fits the server's first write. Through
+// adb forward a response in two writes reaches the browser as two adb
+// packets, and the adb server's socket (Nagle) holds the second until the
+// browser's delayed ACK of the first: 40 ms. Compression is safe here:
+// the console is plain HTTP on loopback, with nobody to measure sizes.
+func writeBody(w http.ResponseWriter, r *http.Request, body []byte) {
+	h := w.Header()
+	h.Add("Vary", "Accept-Encoding")
+	if len(body) > gzipMin && acceptsGzip(r) {
+		var z bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&z, gzip.BestSpeed)
+		zw.Write(body)
+		if zw.Close() == nil {
+			h.Set("Content-Encoding", "gzip")
+			body = z.Bytes()
+		}
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.Write(body)
+}
+
+// gzipMin is the size below which a page goes as it is: it fits one
+// write anyway.
+const gzipMin = 2 << 10
+
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		enc, q, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(enc), "gzip") && strings.ReplaceAll(strings.TrimSpace(q), " ", "") != "q=0" {
+			return true
+		}
+	}
+	return false
 }
 
 // call invokes an admin method for peer and decodes its result.
@@ -209,7 +246,18 @@ type appsData struct {
 	Revocations any
 	Health      string
 	Channels    any
-	Problems    []problem
+	// Quota are the limits every app's usage counts against; nil when
+	// the runtime could not say.
+	Quota    *quotaLimits
+	Problems []problem
+}
+
+// quotaLimits are quota.show's limits (runtime/quota.Limits).
+type quotaLimits struct {
+	MaxPromptChars int   `json:"maxPromptChars"`
+	MaxConcurrent  int   `json:"maxConcurrent"`
+	MaxPerHour     int   `json:"maxPerHour"`
+	WindowMs       int64 `json:"windowMs"`
 }
 
 func (s *Server) appsPage(ctx context.Context, r *http.Request, peer transport.Cred) (any, error) {
@@ -224,6 +272,13 @@ func (s *Server) appsPage(ctx context.Context, r *http.Request, peer transport.C
 		d.Problems = append(d.Problems, problem{"Authorized apps", why(err)})
 	}
 	d.Apps, d.Health, d.Channels, d.Revocations = list.Callers, list.Health, list.Channels, list.Revocations
+	var q struct {
+		Limits *quotaLimits `json:"limits"`
+	}
+	if err := s.call(ctx, peer, "quota.show", nil, &q); err != nil {
+		d.Problems = append(d.Problems, problem{"Quotas", why(err)})
+	}
+	d.Quota = q.Limits
 	return d, nil
 }
 
@@ -394,6 +449,7 @@ func unwrapSnapshot(raw json.RawMessage) []byte {
 // funcs are the templates' helpers; none of them returns markup.
 var funcs = template.FuncMap{
 	"seconds": func(ms int64) int64 { return (ms + 999) / 1000 },
+	"minutes": func(ms int64) int64 { return ms / 60000 },
 	"isMap":   func(v any) bool { _, ok := v.(map[string]any); return ok },
 	"isList":  func(v any) bool { _, ok := v.([]any); return ok },
 	"keys": func(m map[string]any) []string {

@@ -15,6 +15,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/ext/broker"
 	"github.com/agentoslab/agentlab/runtime/modelconf"
 	"github.com/agentoslab/agentlab/runtime/platform"
+	"github.com/agentoslab/agentlab/runtime/quota"
 	"github.com/agentoslab/agentlab/runtime/supervise"
 )
 
@@ -25,7 +26,7 @@ func CtlVerbs() []admin.Verb {
 	var vs []admin.Verb
 	for _, f := range [][]admin.Verb{
 		admin.Verbs(), modelconf.CtlVerbs(), callerchan.CtlVerbs(), bridge.CtlVerbs(), broker.CtlVerbs(), appadmin.Verbs(),
-		labclock.CtlVerbs(), controller.CtlVerbs(), console.CtlVerbs(), sessionVerbs(),
+		labclock.CtlVerbs(), controller.CtlVerbs(), console.CtlVerbs(), quota.CtlVerbs(), sessionVerbs(),
 	} {
 		vs = append(vs, f...)
 	}
@@ -40,6 +41,7 @@ const (
 	fixedModel   = "this run's model was fixed at start (--model, --model-script); it cannot be changed"
 	noConsole    = "this runtime serves no web console (agentosd stdio)"
 	noACI        = "this runtime has no ACI controller: it needs the package table (a supervisor) and the extension host's broker"
+	noQuota      = "this runtime counts no caller quotas (agentosd stdio serves its one caller)"
 	noLabclock   = "this runtime was started without its clock file (agentosd serve opens it): it runs on the real clock"
 )
 
@@ -81,6 +83,11 @@ func (s *System) adminMethods() []admin.Method {
 		add(unavailable(noLabclock, labclock.AdminMethods(nil)))
 	}
 	add(sessionMethods(s.Store))
+	if s.Quota != nil {
+		add(quota.AdminMethods(s.Quota))
+	} else {
+		add(unavailable(noQuota, quota.AdminMethods(nil)))
+	}
 	if s.Console != nil {
 		add(console.AdminMethods(s.Console))
 	} else {

@@ -290,7 +290,7 @@ func (s *System) openDoors(ctx context.Context) (err error) {
 		Methods: s.adminMethods(), Status: s.statusSections(), Tasks: func() (int, int, bool) {
 			st := s.Engine.Stats()
 			return st.Running, st.Queued, s.Engine.SafeMode()
-		}})
+		}, SafeMode: newSafeModeSwitch(s.Engine, &o)})
 	if err := s.Admin.Start(ctx); err != nil {
 		return err
 	}

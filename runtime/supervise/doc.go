@@ -10,7 +10,9 @@
 // in safe mode: a safe_mode marker is written and the runtime is started
 // with AGENTOS_SAFE_MODE=1, which refuses new tasks with safe_mode;
 // removing the marker (agentosd supervise leave-safe-mode, the module's
-// action.sh) leaves safe mode. An Android API level outside --min-api and
+// action.sh) leaves safe mode; so does the runtime's request (the owner's
+// admin safemode.leave writes runtime/leave_safe_mode, and the supervisor
+// removes the marker at its next poll). An Android API level outside --min-api and
 // --max-api is safe mode unsupported_api, which cannot be left. The
 // supervisor also hosts the launcher (package runtime/apps/launcher) that
 // installs apps and starts their processes under their uids, and it
@@ -23,7 +25,7 @@
 //	boot_count             0644 root   supervisor starts on this root (one a boot)
 //	safe_mode              0644 root   marker: present = safe mode (agentosd supervise leave-safe-mode removes it)
 //	bundled                0644 root   "<package> <result>" per bundled app of $MODDIR/app/apps.list, this boot
-//	runtime/               0700 uid    the runtime's data (serve --data); heartbeat written by the runtime
+//	runtime/               0700 uid    the runtime's data (serve --data); heartbeat written by the runtime, leave_safe_mode its request to leave safe mode
 //	apps/                  0755 root   package table, code/, data/ (see runtime/apps)
 //	bin/agentosd           0755 root   this binary, copied where the runtime's uid can run it
 //

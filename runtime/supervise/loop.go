@@ -116,7 +116,13 @@ func (s *Supervisor) loop(ctx context.Context) string {
 			}
 		}
 
-		// The runtime died.
+		// The runtime died. A kick that came while it ran means nothing
+		// now; drop it before the status says so, or the kick of someone
+		// who saw "stopped" would be dropped with it.
+		select {
+		case <-s.kick:
+		default:
+		}
 		now := s.clock.Now()
 		uptime := now.Sub(started)
 		n := deaths.add(now)
@@ -193,6 +199,12 @@ func (s *Supervisor) pinSafeMode() {
 // leftSafeMode says the marker was removed and safe mode may end; on an
 // unsupported API it writes the marker again and says no.
 func (s *Supervisor) leftSafeMode() bool {
+	if takeLeaveRequest(s.paths) {
+		s.logger.Info("supervise: the runtime asks to leave safe mode")
+		if _, err := removeMarker(s.paths); err != nil {
+			s.logger.Error("supervise: safe-mode marker not removed", "err", err)
+		}
+	}
 	if s.inSafeMode() {
 		return false
 	}
@@ -212,11 +224,6 @@ func (s *Supervisor) pause(ctx context.Context, d time.Duration, safe bool) outc
 		var t clock.Timer
 		t, timeUp = s.clock.NewTimer(d)
 		defer t.Stop()
-	}
-	// Drop a kick that arrived while the runtime ran.
-	select {
-	case <-s.kick:
-	default:
 	}
 	poll := time.NewTicker(s.t.PollIdle)
 	defer poll.Stop()
@@ -326,6 +333,10 @@ func (s *Supervisor) startRuntime(safe bool) (*runtimeProc, error) {
 	}
 	if safe {
 		cmd.Env = append(cmd.Env, "AGENTOS_SAFE_MODE=1")
+	} else {
+		// A request a safe-mode runtime left behind must not end the
+		// next safe mode.
+		os.Remove(s.paths.LeaveRequest())
 	}
 	for _, kv := range s.o.Environ {
 		if strings.HasPrefix(kv, "TZ=") || strings.HasPrefix(kv, "ANDROID_") {

@@ -32,12 +32,11 @@ func LeaveSafeMode(root string) (LeftSafeMode, error) {
 func leaveSafeMode(root string, kick func(pid int) error) (LeftSafeMode, error) {
 	p := Paths{Root: root}
 	var res LeftSafeMode
-	switch err := os.Remove(p.SafeMode()); {
-	case err == nil:
-		res.WasInSafeMode = true
-	case !errors.Is(err, os.ErrNotExist):
-		return res, fmt.Errorf("supervise: leave safe mode: %w", err)
+	was, err := removeMarker(p)
+	if err != nil {
+		return res, err
 	}
+	res.WasInSafeMode = was
 	pid, err := runningSupervisor(p.PIDFile())
 	if err != nil || pid <= 0 || !res.WasInSafeMode {
 		return res, err
@@ -47,6 +46,30 @@ func leaveSafeMode(root string, kick func(pid int) error) (LeftSafeMode, error) 
 	}
 	res.KickedPID = pid
 	return res, nil
+}
+
+// removeMarker removes the safe-mode marker: the one way out of safe
+// mode, for leave-safe-mode and for the runtime's request alike.
+func removeMarker(p Paths) (was bool, err error) {
+	switch err := os.Remove(p.SafeMode()); {
+	case err == nil:
+		return true, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return false, fmt.Errorf("supervise: leave safe mode: %w", err)
+	}
+	return false, nil
+}
+
+// takeLeaveRequest reports whether the runtime asked to leave safe mode,
+// removing the request so that it counts once.
+func takeLeaveRequest(p Paths) bool {
+	fi, err := os.Lstat(p.LeaveRequest())
+	if err != nil {
+		return false
+	}
+	os.Remove(p.LeaveRequest())
+	// Only a regular file the runtime wrote is a request.
+	return fi.Mode().IsRegular()
 }
 
 // runningSupervisor is the pid in the pid file when a supervisor holds

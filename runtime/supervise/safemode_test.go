@@ -150,3 +150,41 @@ func TestUserStoppedRuntimeLeftStopped(t *testing.T) {
 	h.sup.Kick()
 	h.await("up again", func(s Status) bool { return s.State == StateOK && s.RuntimePID > 0 })
 }
+
+// The runtime cannot remove the root-owned marker: it leaves a request in
+// its data directory, which the supervisor honours at its next poll as
+// leave-safe-mode would. Anything but a regular file is no request.
+func TestRuntimeRequestsLeavingSafeMode(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write func(path string) error
+		leave bool
+	}{
+		{"regular file", func(p string) error { return os.WriteFile(p, nil, 0o600) }, true},
+		{"directory", func(p string) error { return os.Mkdir(p, 0o700) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := start(t, []string{"run", "run"}, func(o *Options) {
+				os.MkdirAll(o.Root, 0o755)
+				os.WriteFile(filepath.Join(o.Root, safeModeName), []byte("crash_loop\n"), 0o644)
+			})
+			h.await("safe mode", func(s Status) bool { return s.State == StateSafeMode && s.RuntimePID > 0 })
+			h.awaitStarts(1)
+			p := Paths{Root: h.root}
+			require.NoError(t, tc.write(p.LeaveRequest()))
+			if !tc.leave {
+				require.Eventually(t, func() bool { _, err := os.Lstat(p.LeaveRequest()); return err != nil }, 10*time.Second, 5*time.Millisecond, "request not taken")
+				assert.True(t, h.sup.inSafeMode(), "a directory ended safe mode")
+				assert.Equal(t, StateSafeMode, h.sup.Status().State)
+				return
+			}
+			st := h.await("ok after safe mode", func(s Status) bool { return s.State == StateOK && s.RuntimePID > 0 })
+			assert.Equal(t, ReasonSafeModeExited, st.Reason)
+			assert.False(t, h.sup.inSafeMode(), "marker left")
+			_, err := os.Lstat(p.LeaveRequest())
+			assert.ErrorIs(t, err, os.ErrNotExist, "request left")
+			starts := h.awaitStarts(2)
+			assert.NotContains(t, starts[1], "safe=1")
+		})
+	}
+}

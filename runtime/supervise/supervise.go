@@ -57,6 +57,12 @@ const (
 	heartbeatName = "heartbeat"
 )
 
+// LeaveRequestName is the file in the runtime's data directory by which
+// the runtime asks to leave safe mode (the owner's console, admin
+// safemode.leave): it cannot remove the root-owned marker itself, so the
+// supervisor does, as leave-safe-mode would.
+const LeaveRequestName = "leave_safe_mode"
+
 // Paths are the files of a supervisor root.
 type Paths struct{ Root string }
 
@@ -69,8 +75,11 @@ func (p Paths) RuntimeData() string {
 	return filepath.Join(p.Root, runtimeDir)
 }
 func (p Paths) Heartbeat() string { return filepath.Join(p.Root, runtimeDir, heartbeatName) }
-func (p Paths) Apps() string      { return filepath.Join(p.Root, appsDir) }
-func (p Paths) Agentosd() string  { return filepath.Join(p.Root, binDir, "agentosd") }
+func (p Paths) LeaveRequest() string {
+	return filepath.Join(p.Root, runtimeDir, LeaveRequestName)
+}
+func (p Paths) Apps() string     { return filepath.Join(p.Root, appsDir) }
+func (p Paths) Agentosd() string { return filepath.Join(p.Root, binDir, "agentosd") }
 
 // Timing are the supervisor's constants (spec §4.12). Zero fields take
 // the defaults; tests shorten them.

@@ -1,8 +1,9 @@
 // Package acitest is the ACI test app: a controlled app whose
 // capabilities exist to be refused or confirmed — a dangerous one that
 // says whether the owner confirmed it and counts its runs, and one the
-// app's own allow-list hook (permission layer 3) always refuses, and one
-// that needs a permission of the calling app (layer 4).
+// app's own allow-list hook (permission layer 3) always refuses, one
+// that needs a permission of the calling app (layer 4), and whoami, which
+// reports the caller as the kernel and the runtime name it (layer 2).
 package acitest
 
 import (
@@ -25,6 +26,10 @@ const (
 	// runtime calls for (permission layer 4).
 	Guarded         = "guarded"
 	GuardPermission = "contacts"
+	// Whoami reports the caller as the SDK hands it to a handler: the
+	// kernel's uid, whether that is the runtime, the app the runtime
+	// calls for, and the callerPkg claimed on the wire.
+	Whoami = "whoami"
 )
 
 // New returns the app's server. Allow refuses Locked to every caller:
@@ -61,6 +66,16 @@ func New(opts *aci.Options) (*aci.Server, error) {
 			Flags(aci.FlagBackground, aci.FlagNoUI).
 			Handle(func(context.Context, *aci.Call) (aci.Bundle, error) {
 				return aci.Bundle{"ran": aci.Bool(true)}, nil
+			}),
+		aci.NewCapability(Whoami, "Report who calls, as the kernel and the runtime say.").
+			Result("uid", aci.TypeInt, "The caller's uid (SO_PEERCRED).").
+			Result("runtime", aci.TypeBoolean, "Whether the caller is the AgentOS runtime.").
+			Result("on_behalf_of", aci.TypeString, "The app the runtime calls for; empty from any other caller.").
+			Result("claimed", aci.TypeString, "The callerPkg on the wire, a claim only.").
+			Flags(aci.FlagBackground, aci.FlagNoUI).
+			Handle(func(_ context.Context, c *aci.Call) (aci.Bundle, error) {
+				return aci.Bundle{"uid": aci.Int(int64(c.Caller.UID)), "runtime": aci.Bool(c.Caller.Runtime),
+					"on_behalf_of": aci.String(c.Caller.OnBehalfOf), "claimed": aci.String(c.Caller.ClaimedPkg)}, nil
 			}),
 		aci.NewCapability(Locked, "A capability the app's allow-list refuses to everyone.").
 			Flags(aci.FlagBackground, aci.FlagNoUI).

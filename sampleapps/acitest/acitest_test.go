@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentoslab/agentlab/runtime/aci/wire"
+	"github.com/agentoslab/agentlab/runtime/sdk/aci"
 )
 
 // TestCapabilities: an unconfirmed call of the dangerous capability never
@@ -32,7 +33,7 @@ func TestCapabilities(t *testing.T) {
 	for i := range caps {
 		flags[caps[i].ID] = caps[i].NeedsConfirm()
 	}
-	assert.Equal(t, map[string]bool{Dangerous: true, Runs: false, Locked: false, Guarded: false, wire.ProtocolCapability: false}, flags)
+	assert.Equal(t, map[string]bool{Dangerous: true, Runs: false, Locked: false, Guarded: false, Whoami: false, wire.ProtocolCapability: false}, flags)
 
 	for _, id := range []string{Dangerous, Locked} {
 		resp, err := cl.Call(ctx, id, wire.Bundle{}, 0)
@@ -70,4 +71,34 @@ func TestRawDeclaresThePitfall(t *testing.T) {
 	resp, err := cl.Call(ctx, "echo", wire.Bundle{}, 0)
 	require.NoError(t, err)
 	assert.Equal(t, "raw callee answered", resp.Result["said"].Str())
+}
+
+// TestWhoamiIgnoresTheClaim: a callerPkg from a peer that is not the
+// runtime is reported as a claim, never as the app called for.
+func TestWhoamiIgnoresTheClaim(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		runtime    []int
+		onBehalfOf string
+	}{
+		{"from the runtime", []int{os.Getuid()}, "org.example.claimed"},
+		{"from the app's own uid", []int{os.Getuid() + 1}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err := New(&aci.Options{RuntimeUIDs: tc.runtime})
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(context.Background())
+			socket := fmt.Sprintf("@aci.test.%d.%s", os.Getpid(), t.Name())
+			serving, err := srv.Start(ctx, socket)
+			require.NoError(t, err)
+			t.Cleanup(func() { cancel(); assert.NoError(t, serving.Wait()) })
+			cl := &wire.Client{Socket: socket, UID: os.Getuid(), CallerPkg: "org.example.claimed"}
+			resp, err := cl.Call(ctx, Whoami, wire.Bundle{}, 0)
+			require.NoError(t, err)
+			require.NoError(t, resp.Err())
+			assert.Equal(t, int64(os.Getuid()), resp.Result["uid"].IntVal())
+			assert.Equal(t, tc.onBehalfOf, resp.Result["on_behalf_of"].Str())
+			assert.Equal(t, "org.example.claimed", resp.Result["claimed"].Str())
+		})
+	}
 }

@@ -34,9 +34,13 @@
 //	raw_open     {as, readMs}                                           a raw caller channel: opened, reason, requestId, line
 //	raw          {conn, send | line, readMs}                            one line sent; response (by id), other[], closed
 //	raw_close    {conn}
-//	dial         {socket: caller|admin|acp|NAME, line, readMs}          result: refused, reset, epipe, eof, data or open; closedUnread
+//	dial         {socket: caller|admin|acp|aci:PKG/SERVER|NAME, line, readMs}
+//	                                                                    result: refused, reset, epipe, eof, data or open; closedUnread
+//	                                                                    (on aci:PKG/SERVER, a controlled app's ACI socket, the line goes
+//	                                                                    as one ACIS frame and the answer is one ACIR frame)
 //	sleep        {ms}
-//	listen       {socket: app:PKG/SERVER|NAME, ms, readMs}              listening, accepted, bytesRead: a squatter on a socket for ms
+//	listen       {socket: app:PKG/SERVER|aci:PKG/SERVER|NAME, ms, readMs}
+//	                                                                    listening, accepted, bytesRead: a squatter on a socket for ms
 //	                                                                    (ended readMs after its last connection, when set)
 //	wait_clock   {conn, ms, since, timeoutMs}                           moved, movedMs, kind: the runtime's clock (clock.show on an admin conn) is ms past since's answer
 //

@@ -1,8 +1,10 @@
 package acptestclient
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -67,10 +69,10 @@ func (r *runner) listen(ctx context.Context, op *Op) (any, error) {
 			defer wg.Done()
 			defer c.Close()
 			c.SetReadDeadline(time.Now().Add(listenReadWait))
-			line, _ := transport.NewLineReader(c, transport.MaxLineChars).ReadLine()
+			read := readFirstLine(c)
 			mu.Lock()
 			defer mu.Unlock()
-			out.BytesRead += len(line)
+			out.BytesRead += read
 			if op.ReadMs > 0 {
 				if quiet != nil {
 					quiet.Stop()
@@ -90,11 +92,12 @@ func (r *runner) listen(ctx context.Context, op *Op) (any, error) {
 }
 
 // appSocket is the socket of a provider app's server named app:PKG/SERVER,
-// with the runtime's prefix (read off the caller socket's name), or "".
+// or of a controlled app's ACI service named aci:PKG/SERVER, with the
+// runtime's prefix (read off the caller socket's name), or "".
 func (r *runner) appSocket(s string) string {
 	const callerBase = "agentos-caller"
-	ref, ok := strings.CutPrefix(s, "app:")
-	if !ok {
+	kind, ref, ok := strings.Cut(s, ":")
+	if !ok || kind != "app" && kind != "aci" {
 		return ""
 	}
 	pkg, server, ok := strings.Cut(ref, "/")
@@ -103,7 +106,31 @@ func (r *runner) appSocket(s string) string {
 	}
 	base := r.env.CallerSocket
 	if i := strings.LastIndex(base, callerBase); i >= 0 {
+		if kind == "aci" {
+			return base[:i] + "aci." + pkg + "." + server + base[i+len(callerBase):]
+		}
 		return base[:i] + "agentos-app." + pkg + "." + server + base[i+len(callerBase):]
 	}
+	if kind == "aci" {
+		return transport.Names{}.ACI(pkg, server)
+	}
 	return transport.Names{}.App(pkg, server)
+}
+
+// readFirstLine reads c up to its first newline, its end or its
+// deadline, and returns how many bytes came before the newline. Bytes of
+// a peer that never sends a newline (an ACI frame) count too.
+func readFirstLine(c io.Reader) int {
+	n := 0
+	buf := make([]byte, 4096)
+	for {
+		k, err := c.Read(buf)
+		if i := bytes.IndexByte(buf[:k], '\n'); i >= 0 {
+			return n + i
+		}
+		n += k
+		if err != nil {
+			return n
+		}
+	}
 }

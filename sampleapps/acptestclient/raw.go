@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/aci/wire"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
 
@@ -247,8 +248,9 @@ type DialOut struct {
 
 // socketName resolves dial's socket: caller, admin and acp are the
 // runtime's sockets (named like the caller socket, prefix included);
-// app:PKG/SERVER is a provider app's server; anything else is a socket
-// name.
+// app:PKG/SERVER is a provider app's server, aci:PKG/SERVER a controlled
+// app's ACI service (dial frames its line as an ACIS request); anything
+// else is a socket name.
 func (r *runner) socketName(s string) string {
 	const callerBase = "agentos-caller"
 	if app := r.appSocket(s); app != "" {
@@ -278,12 +280,18 @@ func (r *runner) dial(ctx context.Context, op *Op) (any, error) {
 		return out, nil
 	}
 	defer nc.Close()
+	framed := strings.HasPrefix(op.Socket, "aci:")
 	if op.Line != nil {
 		line, err := r.substitute([]byte(*op.Line))
 		if err != nil {
 			return out, err
 		}
-		if _, err := nc.Write(append(line, '\n')); err != nil {
+		if framed {
+			err = wire.WriteFrame(nc, wire.MagicRequest, line)
+		} else {
+			_, err = nc.Write(append(line, '\n'))
+		}
+		if err != nil {
 			out.Result = classify(err)
 			out.ClosedUnread = out.Result == "epipe" || out.Result == "reset"
 			return out, nil
@@ -292,8 +300,13 @@ func (r *runner) dial(ctx context.Context, op *Op) (any, error) {
 	nc.SetReadDeadline(time.Now().Add(readWait(op, DefaultReadMs*time.Millisecond)))
 	stop := context.AfterFunc(ctx, func() { nc.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
-	lr := transport.NewLineReader(nc, transport.MaxLineChars)
-	line, err := lr.ReadLine()
+	var line []byte
+	if framed {
+		// An ACI socket answers with one ACIR frame, not a line.
+		line, err = wire.ReadFrame(nc, wire.MagicResponse)
+	} else {
+		line, err = transport.NewLineReader(nc, transport.MaxLineChars).ReadLine()
+	}
 	out.BytesRead = len(line)
 	switch {
 	case err == nil:

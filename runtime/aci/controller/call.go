@@ -14,6 +14,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/clock"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 )
 
 // userConfirmed is the param the runtime sets after the owner answered a
@@ -113,7 +114,7 @@ func (c *Controller) call(ctx context.Context, req CallRequest, out *wire.Bundle
 			engine.OutcomeRejected), LayerAppPermission, wire.PermissionDenied, outcomeDenied
 	}
 	// Layer 4: the capability's own permission, of the originating app.
-	if perm := cp.RequirePermission; perm != "" && from != nil && !from.HasPermission(perm) {
+	if perm := cp.RequirePermission; perm != "" && from != nil && !from.HasPermission(perm) && !(faultinject.Enabled && faultinject.Active(faultinject.ACICapPermissionUnchecked)) {
 		return refuse(errcode.ToolDenied, fmt.Sprintf("%s requires the permission %s, which the calling app %s does not hold.", cp.ID, perm, from.Name),
 			engine.OutcomeRejected), LayerCapPermission, wire.PermissionDenied, outcomeDenied
 	}

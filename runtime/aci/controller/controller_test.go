@@ -240,6 +240,37 @@ func TestWakeUsesTheRebindBackoffOnTheClock(t *testing.T) {
 	assert.JSONEq(t, `{"reply":"hi","on_behalf_of":"`+callerPkg+`"}`, res.Text)
 }
 
+// Waking is lazy: an app that answers is never started again, one that
+// stopped is woken by the next operation, once.
+func TestWakesOnlyWhenNeeded(t *testing.T) {
+	srv := sdk.NewServer(server, runtimeOpts())
+	srv.MustAdd(echo())
+	fl := &fakeLauncher{}
+	r := newRig(t, srv, Options{Launcher: fl}, apps.PermissionACI)
+	fl.start = r.start
+	starts := func() int {
+		fl.mu.Lock()
+		defer fl.mu.Unlock()
+		return fl.starts
+	}
+	r.start()
+	views := r.ctl.Discover(context.Background(), calleePkg)
+	require.Len(t, views, 1)
+	require.Empty(t, views[0].Error)
+	for range 3 {
+		res := r.call("echo", `{"text":"hi"}`, false)
+		require.False(t, res.IsError, res.Text)
+	}
+	assert.Zero(t, starts(), "a running app is not woken")
+
+	r.stop()
+	for range 2 {
+		res := r.call("echo", `{"text":"hi"}`, false)
+		require.False(t, res.IsError, res.Text)
+	}
+	assert.Equal(t, 1, starts(), "a stopped app is woken once, by the call that needs it")
+}
+
 func TestTheFiveLayers(t *testing.T) {
 	var confirmedSeen atomic.Bool
 	var reached atomic.Int64

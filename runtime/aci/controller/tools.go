@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentoslab/agentlab/runtime/aci/wire"
 	"github.com/agentoslab/agentlab/runtime/catalog"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 )
 
 // Entries returns every discovered capability as a catalog entry of kind
@@ -45,7 +46,7 @@ func (c *Controller) Version() uint64 {
 func Entry(pkg, server, label string, cp *wire.Capability) catalog.Entry {
 	risk := catalog.RiskWrite
 	var hints catalog.Annotations
-	if cp.NeedsConfirm() {
+	if cp.NeedsConfirm() && !(faultinject.Enabled && faultinject.Active(faultinject.ACIConfirmNotHigh)) {
 		risk = catalog.RiskHigh
 		t := true
 		hints.DestructiveHint = &t

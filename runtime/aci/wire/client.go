@@ -9,6 +9,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
 
@@ -67,7 +68,7 @@ func (c *Client) Dial(ctx context.Context) (net.Conn, error) {
 		conn.Close()
 		return nil, err
 	}
-	if cred.UID != c.UID {
+	if cred.UID != c.UID && !(faultinject.Enabled && faultinject.Active(faultinject.ACIPeerUIDUnchecked)) {
 		conn.Close()
 		return nil, &PeerError{Socket: c.Socket, Want: c.UID, Got: cred.UID}
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -146,4 +147,28 @@ func FuzzUTF16Units(f *testing.F) {
 			t.Fatalf("%d units, want %d for %q", got, want, p)
 		}
 	})
+}
+
+// A 10 MB result streamed through Large allocates far less than the
+// body: the inline prefix and the attachment, never the whole value (a
+// Large that buffered the body would allocate at least its 10 MB).
+func TestLarge10MBMemoryBounded(t *testing.T) {
+	chunk := []byte(strings.Repeat("<p>The quick brown fox jumps over the lazy dog.</p>\n", 32<<10/52+1)[:32<<10])
+	const total = 10 << 20
+	allocated := func() uint64 {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.TotalAlloc
+	}
+	before := allocated()
+	l := NewLarge("response_body", true, MarkerBody)
+	for n := 0; n < total; n += len(chunk) {
+		l.Write(chunk)
+	}
+	r := Bundle{}
+	l.Put(r)
+	used := allocated() - before
+	require.True(t, r[KeyTruncated].BoolVal())
+	require.False(t, r["response_body_gz"].IsZero())
+	assert.Less(t, used, uint64(total/2), "allocated %d bytes for a %d-byte body", used, total)
 }

@@ -395,9 +395,23 @@ func (b *Broker) extKill(_ context.Context, c *admin.Call) (any, error) {
 	return map[string]any{"killed": ok, "pid": pid}, nil
 }
 
-func (b *Broker) extRestart(_ context.Context, c *admin.Call) (any, error) {
+// extRestartWait bounds how long ext.restart waits for the new host.
+const extRestartWait = 30 * time.Second
+
+// extRestart answers once the new extension host is connected and its
+// catalog is serve's: what an owner means by "restart", and what lets the
+// next command (a call, a catalog read) see the new host, not the old one
+// or none.
+func (b *Broker) extRestart(ctx context.Context, c *admin.Call) (any, error) {
+	links := b.Status().LinkConnects
 	pid, ok := b.RestartExt()
-	return map[string]any{"killed": ok, "pid": pid}, nil
+	ctx, cancel := context.WithTimeout(ctx, extRestartWait)
+	defer cancel()
+	if !b.waitNewLink(ctx, links) {
+		return nil, errcode.New(errcode.Busy, "the extension host was restarted but did not come back in time; see `agentosd ctl ext status`").
+			WithDetails(map[string]any{"reason": "ext_down"})
+	}
+	return map[string]any{"killed": ok, "pid": pid, "newPid": b.Status().PID}, nil
 }
 
 func (b *Broker) extStatus(_ context.Context, c *admin.Call) (any, error) {

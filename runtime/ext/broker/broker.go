@@ -130,6 +130,7 @@ type Broker struct {
 	health       wire.Health      // guarded by mu
 	version      uint64           // guarded by mu
 	changed      chan struct{}    // closed and replaced on every catalog or link change; guarded by mu
+	catalogLink  int              // the link (b.links) whose catalog b.cat is; guarded by mu
 	pidCh        chan struct{}    // closed and replaced when extPID changes; guarded by mu
 	aciCat       *catalog.Catalog // ACI capabilities named, for aciVersion; guarded by mu
 	aciVersion   uint64           // guarded by mu
@@ -293,6 +294,7 @@ func (b *Broker) onNotify(method string, params json.RawMessage) {
 		}
 		b.mu.Lock()
 		b.cat, b.skillCat, b.health, b.version = cat, c.Skills, c.Health, c.Version
+		b.catalogLink = b.links
 		b.signalLocked()
 		b.mu.Unlock()
 		b.o.Logger.Info("broker: catalog", "version", c.Version, "tools", cat.Len(), "skills", len(c.Skills))
@@ -383,6 +385,24 @@ func (b *Broker) WaitCatalog(ctx context.Context, name string, absent bool) bool
 		ch := b.changed
 		b.mu.Unlock()
 		if present != absent {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// waitNewLink waits until an extension host connected after link number
+// after (Status().LinkConnects) and pushed its catalog, or ctx ends.
+func (b *Broker) waitNewLink(ctx context.Context, after int) bool {
+	for {
+		b.mu.Lock()
+		up, ch := b.peer != nil && b.links > after && b.catalogLink == b.links, b.changed
+		b.mu.Unlock()
+		if up {
 			return true
 		}
 		select {

@@ -583,3 +583,66 @@ func TestACICapabilities(t *testing.T) {
 		t.Fatalf("confirmed %v", fa.confirmed)
 	}
 }
+
+// TestOwnerOperationsReadTheirWrites: once an owner operation answers, the
+// catalog serve offers already shows it — no waiting. A device faster than
+// the lab's old per-call cost (a real phone's ctl over a kept session)
+// otherwise reads the catalog before the extension host's push, and
+// `approval` then `catalog` shows the old mode.
+func TestOwnerOperationsReadTheirWrites(t *testing.T) {
+	h, b := setup(t, exttest.Options{})
+	for i := range 20 {
+		mode, want := "always", catalog.ApprovalAlways
+		if i%2 == 1 {
+			mode, want = "ask", catalog.ApprovalAsk
+		}
+		h.MustCall(t, "plugins.tool_approval", map[string]string{"name": echo, "mode": mode}, nil)
+		e, ok := catalogEntry(b, echo)
+		require.True(t, ok)
+		require.Equal(t, want, e.Approval, "round %d: the answer came before the catalog", i)
+
+		op, enabled := "plugins.tool_disable", false
+		if i%2 == 1 {
+			op, enabled = "plugins.tool_enable", true
+		}
+		h.MustCall(t, op, map[string]string{"name": slow}, nil)
+		e, ok = catalogEntry(b, slow)
+		require.True(t, ok, "a disabled tool stays listed")
+		require.Equal(t, enabled, e.Enabled, "round %d: %s answered before the catalog changed", i, op)
+	}
+}
+
+// TestExtRestartAnswersWhenBack: `ext restart` answers once the new host
+// is serve's — another pid, connected, its catalog in place — so the next
+// command reaches it. Answering at the kill let a call made right after
+// land on the dying host (outcome unknown) and a catalog read see the old
+// host's tools.
+func TestExtRestartAnswersWhenBack(t *testing.T) {
+	h, b := setup(t, exttest.Options{})
+	names := func() []string {
+		var out []string
+		for _, e := range b.Catalog().All() {
+			out = append(out, e.Name)
+		}
+		return out
+	}
+	want := names()
+	for i := range 3 {
+		before := b.Status()
+		var res struct {
+			Killed bool `json:"killed"`
+			PID    int  `json:"pid"`
+			NewPID int  `json:"newPid"`
+		}
+		h.MustCall(t, "ext.restart", nil, &res)
+		now := b.Status()
+		require.True(t, res.Killed, "round %d", i)
+		require.True(t, now.Connected, "round %d: answered before the host was back", i)
+		require.Greater(t, now.LinkConnects, before.LinkConnects, "round %d", i)
+		require.NotEqual(t, before.PID, now.PID, "round %d: the old host", i)
+		require.Equal(t, now.PID, res.NewPID)
+		require.Equal(t, want, names(), "round %d: catalog", i)
+		r := b.CallDirect(context.Background(), broker.ExtCallParams{Name: echo, Arguments: json.RawMessage(`{"text":"back"}`)})
+		require.Equal(t, "back", r.Text, "round %d: a call right after the restart", i)
+	}
+}

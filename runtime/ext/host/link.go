@@ -91,7 +91,22 @@ func (h *Host) ServeLink(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	peer := rpc.New(c, &rpc.Options{Handler: h.handle, MaxLineChars: wire.MaxLineChars, Logger: h.o.Logger})
+	lp := &linkPush{h: h}
+	handle := func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+		res, err := h.handle(ctx, method, params)
+		if method == wire.MethodAdmin && err == nil {
+			// Read your writes: the catalog an owner operation changed
+			// reaches serve before the operation's answer does (one
+			// connection, in order), so `plugins approval` followed by
+			// `catalog` shows the change on any device, however fast.
+			if perr := lp.push(); perr != nil {
+				return nil, errcode.Wrap(errcode.Internal, "catalog not pushed", perr)
+			}
+		}
+		return res, err
+	}
+	peer := rpc.New(c, &rpc.Options{Handler: handle, MaxLineChars: wire.MaxLineChars, Logger: h.o.Logger})
+	lp.peer = peer
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	runErr := make(chan error, 1)
@@ -101,34 +116,50 @@ func (h *Host) ServeLink(ctx context.Context, name string) error {
 		<-runErr
 		return err
 	}
-	h.mu.Lock()
-	first := h.latest
-	h.mu.Unlock()
-	if err := peer.Notify(wire.NotifyCatalog, first); err != nil {
+	if err := lp.push(); err != nil {
 		cancel()
 		<-runErr
 		return err
 	}
-	sent := first.Version
 	for {
 		select {
 		case err := <-runErr:
 			return err
 		case <-h.notify:
-			h.mu.Lock()
-			cat := h.latest
-			h.mu.Unlock()
-			if cat.Version == sent {
-				continue
-			}
-			if err := peer.Notify(wire.NotifyCatalog, cat); err != nil {
+			if err := lp.push(); err != nil {
 				h.o.Logger.Warn("ext host: catalog not pushed", "err", err)
 				cancel()
 				return <-runErr
 			}
-			sent = cat.Version
 		}
 	}
+}
+
+// linkPush sends serve the latest catalog once per version, from the
+// link's loop and after every owner operation.
+type linkPush struct {
+	h    *Host
+	peer *rpc.Peer
+
+	mu      sync.Mutex // one push at a time, so versions arrive in order
+	started bool
+	sent    uint64
+}
+
+func (lp *linkPush) push() error {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	lp.h.mu.Lock()
+	cat := lp.h.latest
+	lp.h.mu.Unlock()
+	if lp.started && cat.Version == lp.sent {
+		return nil
+	}
+	if err := lp.peer.Notify(wire.NotifyCatalog, cat); err != nil {
+		return err
+	}
+	lp.started, lp.sent = true, cat.Version
+	return nil
 }
 
 // WatchTable rescans whenever the package table changes, until ctx ends.

@@ -44,6 +44,12 @@
 //	oversize_closes_channel      a tool_call update goes out whole (no rawInput marker) and an oversize
 //	                             outgoing message ends the connection instead of being answered locally
 //	revoke_leaves_connected      revoking a caller app leaves its channels open
+//	aci_peer_uid_unchecked       the ACI controller sends its request to whatever uid holds a controlled
+//	                             app's socket (permission layer 2: a squatter gets the call)
+//	aci_cap_permission_unchecked a capability's required permission is not checked against the session's
+//	                             originating app (permission layer 4, as upstream)
+//	aci_confirm_not_high         a dangerous or confirm capability is a WRITE tool, not HIGH: its card offers
+//	                             remembering and a remembered call runs unasked (permission layer 5)
 //	idle_death_restarted         the supervisor restarts a runtime that died idle (spec §11.7: only one with tasks)
 //	desktop_off_keeps_connected  turning desktop access off leaves the socket and the connected computers
 //	soak_leak                    every prompt leaks a goroutine and a descriptor (caught by a soak, not by
@@ -52,30 +58,33 @@ package faultinject
 
 // Names of the faults.
 const (
-	ScopeWiden               = "scope_widen"
-	AppAnswersConsent        = "app_answers_consent"
-	RevokeKeepsTasks         = "revoke_keeps_tasks"
-	SpoofedCallerName        = "spoofed_caller_name"
-	CooldownIgnored          = "cooldown_ignored"
-	HighOffersAlwaysAllow    = "high_offers_always_allow"
-	UnofferedAnswerAllows    = "unoffered_answer_allows"
-	ConsentTimeoutAllows     = "consent_timeout_allows"
-	PairingAttemptsUnlimited = "pairing_attempts_unlimited"
-	PairingCodeReusable      = "pairing_code_reusable"
-	DesktopAnyUID            = "desktop_any_uid"
-	ReadSkillDotDot          = "read_skill_dotdot"
-	SessionMCPLoopback       = "session_mcp_loopback"
-	ModelKeyLogged           = "model_key_logged"
-	CrossAppSessionLoad      = "cross_app_session_load"
-	ProviderPeerUIDUnchecked = "provider_peer_uid_unchecked"
-	SignatureKeepsGrant      = "signature_keeps_grant"
-	BusyQuotaIgnored         = "busy_quota_ignored"
-	PluginsEnabledByDefault  = "plugins_enabled_by_default"
-	OversizeClosesChannel    = "oversize_closes_channel"
-	RevokeLeavesConnected    = "revoke_leaves_connected"
-	IdleDeathRestarted       = "idle_death_restarted"
-	DesktopOffKeepsConnected = "desktop_off_keeps_connected"
-	SoakLeak                 = "soak_leak"
+	ScopeWiden                = "scope_widen"
+	AppAnswersConsent         = "app_answers_consent"
+	RevokeKeepsTasks          = "revoke_keeps_tasks"
+	SpoofedCallerName         = "spoofed_caller_name"
+	CooldownIgnored           = "cooldown_ignored"
+	HighOffersAlwaysAllow     = "high_offers_always_allow"
+	UnofferedAnswerAllows     = "unoffered_answer_allows"
+	ConsentTimeoutAllows      = "consent_timeout_allows"
+	PairingAttemptsUnlimited  = "pairing_attempts_unlimited"
+	PairingCodeReusable       = "pairing_code_reusable"
+	DesktopAnyUID             = "desktop_any_uid"
+	ReadSkillDotDot           = "read_skill_dotdot"
+	SessionMCPLoopback        = "session_mcp_loopback"
+	ModelKeyLogged            = "model_key_logged"
+	CrossAppSessionLoad       = "cross_app_session_load"
+	ProviderPeerUIDUnchecked  = "provider_peer_uid_unchecked"
+	SignatureKeepsGrant       = "signature_keeps_grant"
+	BusyQuotaIgnored          = "busy_quota_ignored"
+	PluginsEnabledByDefault   = "plugins_enabled_by_default"
+	OversizeClosesChannel     = "oversize_closes_channel"
+	RevokeLeavesConnected     = "revoke_leaves_connected"
+	ACIPeerUIDUnchecked       = "aci_peer_uid_unchecked"
+	ACICapPermissionUnchecked = "aci_cap_permission_unchecked"
+	ACIConfirmNotHigh         = "aci_confirm_not_high"
+	IdleDeathRestarted        = "idle_death_restarted"
+	DesktopOffKeepsConnected  = "desktop_off_keeps_connected"
+	SoakLeak                  = "soak_leak"
 )
 
 // Faults lists every fault.
@@ -84,8 +93,8 @@ var Faults = []string{
 	HighOffersAlwaysAllow, UnofferedAnswerAllows, ConsentTimeoutAllows, PairingAttemptsUnlimited,
 	PairingCodeReusable, DesktopAnyUID, ReadSkillDotDot, SessionMCPLoopback, ModelKeyLogged,
 	CrossAppSessionLoad, ProviderPeerUIDUnchecked, SignatureKeepsGrant, BusyQuotaIgnored,
-	PluginsEnabledByDefault, OversizeClosesChannel, RevokeLeavesConnected, IdleDeathRestarted,
-	DesktopOffKeepsConnected, SoakLeak,
+	PluginsEnabledByDefault, OversizeClosesChannel, RevokeLeavesConnected, ACIPeerUIDUnchecked,
+	ACICapPermissionUnchecked, ACIConfirmNotHigh, IdleDeathRestarted, DesktopOffKeepsConnected, SoakLeak,
 }
 
 // Names of the switches.

@@ -34,7 +34,7 @@
 // # What the SDK guarantees
 //
 //   - Identity from the kernel. The socket admits the runtime's uid
-//     ($AGENTOS_RUNTIME_UID, or Options.AllowUIDs) and the app's own uid,
+//     ($AGENTOS_RUNTIME_UID, or Options.RuntimeUIDs) and the app's own uid,
 //     closing every other peer without a byte. Call.Caller is the peer's
 //     SO_PEERCRED; the request's callerPkg is never an identity. When the
 //     peer is the runtime, Caller.OnBehalfOf names the app on whose behalf
