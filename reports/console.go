@@ -52,6 +52,15 @@ type consoleSettings struct {
 	all   bool
 }
 
+// checksLine is "26/31 checks passed", with ", 1 skipped" when some were.
+func checksLine(s Summary) string {
+	line := fmt.Sprintf("%d/%s passed", s.ChecksPassed, plural(s.Checks, "check"))
+	if s.ChecksSkipped > 0 {
+		line += fmt.Sprintf(", %d skipped", s.ChecksSkipped)
+	}
+	return line
+}
+
 func newConsoleSettings(w io.Writer, o *ConsoleOptions) consoleSettings {
 	var opts ConsoleOptions
 	if o != nil {
@@ -119,8 +128,8 @@ func writeConsole(w io.Writer, r *Run, cs consoleSettings) error {
 		headColor = verdictColor[VerdictInconclusive]
 	}
 	fmt.Fprintf(w, "agentlab run %s: %s (exit %d)\n", termSafe(r.RunID), cs.paint(headColor, headline(s)), s.ExitCode)
-	fmt.Fprintf(w, "%s\n%s, %d lost to lab faults; %d/%s passed\n\n",
-		countsLine(s), plural(s.Attempts, "attempt"), s.LabFaultAttempts, s.ChecksPassed, plural(s.Checks, "check"))
+	fmt.Fprintf(w, "%s\n%s, %d lost to lab faults; %s\n\n",
+		countsLine(s), plural(s.Attempts, "attempt"), s.LabFaultAttempts, checksLine(s))
 
 	groups := groupByDevice(r)
 	devRows := make([][]string, 0, len(groups))

@@ -207,10 +207,10 @@ func checkChanges(old, cur []Check) []CheckChange {
 		switch {
 		case !ok:
 			out = append(out, CheckChange{Check: c.Name, Change: CheckAdded, New: &newOK, Detail: c.Detail})
-		case o.OK && !c.OK:
+		case o.OK && c.Failed():
 			oldOK := o.OK
 			out = append(out, CheckChange{Check: c.Name, Change: CheckRegressed, Old: &oldOK, New: &newOK, Detail: c.Detail})
-		case !o.OK && c.OK:
+		case o.Failed() && c.OK:
 			oldOK := o.OK
 			out = append(out, CheckChange{Check: c.Name, Change: CheckFixed, Old: &oldOK, New: &newOK, Detail: c.Detail})
 		}

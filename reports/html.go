@@ -143,7 +143,7 @@ func writeHTMLWith(out io.Writer, r *Run, extra func(htmlWriter)) error {
 	w.fact("model", modelLine(r.Model))
 	w.fact("selection", selectionLine(r.Selection))
 	w.fact("attempts", fmt.Sprintf("%d (%d lost to lab faults)", s.Attempts, s.LabFaultAttempts))
-	w.fact("checks", fmt.Sprintf("%d of %s passed", s.ChecksPassed, plural(s.Checks, "check")))
+	w.fact("checks", checksLine(s))
 	w.rawf("</dl>\n<ul class=\"counts\">\n<li>%s</li>\n", plural(s.Total, "scenario"))
 	for _, v := range verdictOrder {
 		w.raw("<li>")
@@ -153,6 +153,7 @@ func writeHTMLWith(out io.Writer, r *Run, extra func(htmlWriter)) error {
 	w.raw("</ul>\n</header>\n\n")
 
 	writeHTMLDevices(w, r)
+	writeHTMLSuites(w, r)
 	writeHTMLTimeline(w, r, ids)
 	writeHTMLScenarios(w, r, ids)
 	writeHTMLSoak(w, r)
@@ -166,6 +167,26 @@ func writeHTMLWith(out io.Writer, r *Run, extra func(htmlWriter)) error {
 	w.text(r.RunID)
 	w.raw("</footer>\n<script>\n" + reportJS + "</script>\n</body>\n</html>\n")
 	return w.Flush()
+}
+
+// writeHTMLSuites is the per-suite count of upstream checks ("§10.7
+// real_supervisor.py: 21/21"), so a reader sees at a glance how much of
+// each upstream suite the run covered and passed.
+func writeHTMLSuites(w htmlWriter, r *Run) {
+	suites := SuiteCounts(r)
+	if len(suites) == 0 {
+		return
+	}
+	w.raw("<section id=\"suites\">\n<h2>Upstream suites</h2>\n<table>\n<thead><tr><th>suite</th><th>passed</th><th>failed</th><th>skipped</th></tr></thead>\n<tbody>\n")
+	for _, s := range suites {
+		w.raw("<tr>")
+		w.tagged("td", "mono", s.Suite)
+		w.tagged("td", "num", fmt.Sprintf("%d/%d", s.Passed, s.Checks))
+		w.tagged("td", "num", strconv.Itoa(s.Failed))
+		w.tagged("td", "num", strconv.Itoa(s.Skipped))
+		w.raw("</tr>\n")
+	}
+	w.raw("</tbody>\n</table>\n</section>\n\n")
 }
 
 func writeHTMLDevices(w htmlWriter, r *Run) {
@@ -392,9 +413,12 @@ func writeHTMLScenario(w htmlWriter, sc *Scenario, id string) {
 	if len(sc.Checks) > 0 {
 		w.raw("<table class=\"checks\">\n<thead><tr><th></th><th>check</th><th>detail</th><th>evidence</th><th>upstream</th></tr></thead>\n<tbody>\n")
 		for _, c := range sc.Checks {
-			if c.OK {
+			switch {
+			case c.OK:
 				w.raw(`<tr><td class="ok">PASS</td>`)
-			} else {
+			case c.Skipped:
+				w.raw(`<tr><td class="skip">SKIP</td>`)
+			default:
 				w.raw(`<tr class="bad"><td class="notok">FAIL</td>`)
 			}
 			w.tagged("td", "mono", c.Name)
@@ -431,7 +455,7 @@ func writeHTMLScenario(w htmlWriter, sc *Scenario, id string) {
 			}
 			first := true
 			for _, c := range a.Checks {
-				if c.OK {
+				if !c.Failed() {
 					continue
 				}
 				if first {

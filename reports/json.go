@@ -20,18 +20,24 @@ func writeJSON(w io.Writer, v any) error {
 // (spec §10: {checks:[{name, ok, detail}], passed, total}), so a run can be
 // compared line by line with an upstream result. Key names follow upstream.
 type upstreamDoc struct {
-	RunID                    string          `json:"run_id"`
-	Checks                   []upstreamCheck `json:"checks"`
-	Passed                   int             `json:"passed"`
-	Total                    int             `json:"total"`
-	InconclusiveScenarios    []string        `json:"inconclusive_scenarios"`
-	PersonTouchesPerScenario map[string]int  `json:"person_touches_per_scenario"`
+	RunID  string          `json:"run_id"`
+	Checks []upstreamCheck `json:"checks"`
+	Passed int             `json:"passed"`
+	Total  int             `json:"total"`
+	// Skipped counts checks not evaluated on the run's devices (in
+	// Total, never in Passed).
+	Skipped int `json:"skipped"`
+	// Suites count each upstream suite's checks (see SuiteCounts).
+	Suites                   []SuiteCount   `json:"suites"`
+	InconclusiveScenarios    []string       `json:"inconclusive_scenarios"`
+	PersonTouchesPerScenario map[string]int `json:"person_touches_per_scenario"`
 }
 
 type upstreamCheck struct {
-	Name   string `json:"name"`
-	OK     bool   `json:"ok"`
-	Detail string `json:"detail"`
+	Name    string `json:"name"`
+	OK      bool   `json:"ok"`
+	Detail  string `json:"detail"`
+	Skipped bool   `json:"skipped,omitempty"`
 }
 
 // writeUpstream lists every named check of every scenario under its
@@ -50,10 +56,13 @@ func writeUpstream(w io.Writer, r *Run) error {
 			if name == "" {
 				name = s.Name + "/" + c.Name
 			}
-			doc.Checks = append(doc.Checks, upstreamCheck{Name: name, OK: c.OK, Detail: c.Detail})
+			doc.Checks = append(doc.Checks, upstreamCheck{Name: name, OK: c.OK, Detail: c.Detail, Skipped: c.Skipped})
 			doc.Total++
-			if c.OK {
+			switch {
+			case c.OK:
 				doc.Passed++
+			case c.Skipped:
+				doc.Skipped++
 			}
 		}
 		if s.Verdict == VerdictInconclusive {
@@ -63,5 +72,6 @@ func writeUpstream(w io.Writer, r *Run) error {
 			doc.PersonTouchesPerScenario[s.Name] = s.PersonTouches
 		}
 	}
+	doc.Suites = SuiteCounts(r)
 	return encodeUpstream(w, &doc)
 }

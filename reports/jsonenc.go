@@ -263,14 +263,19 @@ func encodeRun(w io.Writer, r *Run) error {
 	j.key("summary")
 	j.open('{')
 	for _, f := range []struct {
-		k string
-		v int
+		k        string
+		v        int
+		omitZero bool
 	}{
-		{"total", s.Total}, {"pass", s.Pass}, {"fail", s.Fail}, {"flaky", s.Flaky}, {"error", s.Error},
-		{"skipped", s.Skipped}, {"inconclusive", s.Inconclusive}, {"attempts", s.Attempts},
-		{"labFaultAttempts", s.LabFaultAttempts}, {"checks", s.Checks}, {"checksPassed", s.ChecksPassed},
-		{"devices", s.Devices}, {"quarantinedDevices", s.QuarantinedDevices}, {"exitCode", s.ExitCode},
+		{"total", s.Total, false}, {"pass", s.Pass, false}, {"fail", s.Fail, false}, {"flaky", s.Flaky, false},
+		{"error", s.Error, false}, {"skipped", s.Skipped, false}, {"inconclusive", s.Inconclusive, false},
+		{"attempts", s.Attempts, false}, {"labFaultAttempts", s.LabFaultAttempts, false}, {"checks", s.Checks, false},
+		{"checksPassed", s.ChecksPassed, false}, {"checksSkipped", s.ChecksSkipped, true}, {"devices", s.Devices, false},
+		{"quarantinedDevices", s.QuarantinedDevices, false}, {"exitCode", s.ExitCode, false},
 	} {
+		if f.omitZero && f.v == 0 {
+			continue
+		}
 		j.fInt(f.k, int64(f.v))
 	}
 	j.close('}')
@@ -381,6 +386,9 @@ func encodeChecks(j *jsonOut, cs []Check) {
 		j.oStr("detail", c.Detail)
 		j.oStr("evidence", c.Evidence)
 		j.oStr("upstream", c.Upstream)
+		if c.Skipped {
+			j.fBool("skipped", true)
+		}
 		j.close('}')
 	}
 	j.close(']')
@@ -415,11 +423,27 @@ func encodeUpstream(w io.Writer, d *upstreamDoc) error {
 		j.fStr("name", c.Name)
 		j.fBool("ok", c.OK)
 		j.fStr("detail", c.Detail)
+		if c.Skipped {
+			j.fBool("skipped", true)
+		}
 		j.close('}')
 	}
 	j.close(']')
 	j.fInt("passed", int64(d.Passed))
 	j.fInt("total", int64(d.Total))
+	j.fInt("skipped", int64(d.Skipped))
+	j.key("suites")
+	j.open('[')
+	for _, s := range d.Suites {
+		j.open('{')
+		j.fStr("suite", s.Suite)
+		j.fInt("checks", int64(s.Checks))
+		j.fInt("passed", int64(s.Passed))
+		j.fInt("failed", int64(s.Failed))
+		j.fInt("skipped", int64(s.Skipped))
+		j.close('}')
+	}
+	j.close(']')
 	j.fStrs("inconclusive_scenarios", d.InconclusiveScenarios)
 	j.key("person_touches_per_scenario")
 	j.open('{')

@@ -199,8 +199,8 @@ func junitRunSuite(r *Run, host string) junitSuite {
 		}
 	}
 	s := r.Summary
-	fmt.Fprintf(&out, "%s\n%s\n%s, %d lost to lab faults; %d/%s passed\n", headline(s), countsLine(s),
-		plural(s.Attempts, "attempt"), s.LabFaultAttempts, s.ChecksPassed, plural(s.Checks, "check"))
+	fmt.Fprintf(&out, "%s\n%s\n%s, %d lost to lab faults; %s\n", headline(s), countsLine(s),
+		plural(s.Attempts, "attempt"), s.LabFaultAttempts, checksLine(s))
 	return junitSuite{
 		Name: runSuite, ID: 0, Package: runSuite, Hostname: host,
 		Time:       seconds(max(0, r.FinishedAt.Sub(r.StartedAt).Milliseconds())),
@@ -434,7 +434,10 @@ func junitTestcases(s *Scenario) []junitCase {
 	case VerdictPass, VerdictFlaky, VerdictFail:
 		for _, c := range s.Checks {
 			tc := junitCase{Name: nonBlank(c.Name, "(unnamed check)"), Classname: class}
-			if !c.OK {
+			switch {
+			case c.Skipped:
+				tc.Skipped = &junitSkipped{Message: oneLine(c.Detail)}
+			case !c.OK:
 				tc.Failure = &junitProblem{Message: oneLine(c.Detail), Type: "check", Body: xmlSafe(checkBody(c))}
 			}
 			cases = append(cases, tc)
@@ -531,7 +534,7 @@ func earlierAttempts(s *Scenario) string {
 		b.WriteString(attemptLine(a))
 		b.WriteByte('\n')
 		for _, ch := range a.Checks {
-			if !ch.OK {
+			if ch.Failed() {
 				b.WriteString("  ")
 				b.WriteString(checkLine(ch))
 				b.WriteByte('\n')

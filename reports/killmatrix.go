@@ -104,6 +104,10 @@ func NewKillMatrix(baseline *Run, rounds []FaultRound) *KillMatrix {
 		ok := s.Verdict == VerdictPass || s.Verdict == VerdictFlaky
 		passed[s.Name] = ok
 		for _, c := range s.Checks {
+			if c.Skipped {
+				// Not evaluated on these devices: it can catch nothing.
+				continue
+			}
 			id := CheckID(s.Name, c.Name)
 			m.Baseline.Checks++
 			if !c.OK || !ok {
@@ -132,7 +136,7 @@ func NewKillMatrix(baseline *Run, rounds []FaultRound) *KillMatrix {
 				ks := KillScenario{Name: s.Name, Verdict: s.Verdict}
 				red := 0
 				for _, c := range s.Checks {
-					if i, ok := index[CheckID(s.Name, c.Name)]; ok && !c.OK {
+					if i, ok := index[CheckID(s.Name, c.Name)]; ok && c.Failed() {
 						kf.Checks = append(kf.Checks, m.Checks[i].Name)
 						m.Checks[i].Faults = append(m.Checks[i].Faults, r.Fault)
 						red++

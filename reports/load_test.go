@@ -73,9 +73,9 @@ func TestLoadVersions(t *testing.T) {
 		wantMsg string
 	}{
 		{"current", sample, nil, ""},
-		{"newer minor with new fields", strings.Replace(strings.Replace(sample, `"schemaVersion": "1.1"`, `"schemaVersion": "1.9", "futureField": {"a": [1, 2]}`, 1),
+		{"newer minor with new fields", strings.Replace(strings.Replace(sample, `"schemaVersion": "`+SchemaVersion+`"`, `"schemaVersion": "1.9", "futureField": {"a": [1, 2]}`, 1),
 			`"verdict": "fail",`, `"verdict": "fail", "blame": "someone",`, 1), nil, ""},
-		{"major 2", strings.Replace(sample, `"schemaVersion": "1.1"`, `"schemaVersion": "2.0"`, 1), ErrSchemaVersion, `"2.0" (this build reads 1.x)`},
+		{"major 2", strings.Replace(sample, `"schemaVersion": "`+SchemaVersion+`"`, `"schemaVersion": "2.0"`, 1), ErrSchemaVersion, `"2.0" (this build reads 1.x)`},
 		{"major 0", `{"schemaVersion": "0.9"}`, ErrSchemaVersion, `"0.9"`},
 		{"no version", `{"runId": "x"}`, ErrSchemaVersion, "schemaVersion is missing"},
 		{"version not a string", `{"schemaVersion": 1.0}`, ErrInvalid, "not a results document"},

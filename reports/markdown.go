@@ -30,7 +30,14 @@ func writeMarkdown(w io.Writer, r *Run) error {
 	fmt.Fprintf(bw, "| model | %s |\n", mdCell(modelLine(r.Model)))
 	fmt.Fprintf(bw, "| selection | %s |\n", mdCell(selectionLine(r.Selection)))
 	fmt.Fprintf(bw, "| attempts | %d (%d lost to lab faults) |\n", s.Attempts, s.LabFaultAttempts)
-	fmt.Fprintf(bw, "| checks | %d/%d passed |\n\n", s.ChecksPassed, s.Checks)
+	fmt.Fprintf(bw, "| checks | %s |\n\n", checksLine(s))
+	if suites := SuiteCounts(r); len(suites) > 0 {
+		bw.WriteString("## Upstream suites\n\n| suite | passed | failed | skipped |\n|---|---:|---:|---:|\n")
+		for _, su := range suites {
+			fmt.Fprintf(bw, "| %s | %d/%d | %d | %d |\n", mdCode(su.Suite), su.Passed, su.Checks, su.Failed, su.Skipped)
+		}
+		bw.WriteString("\n")
+	}
 
 	groups := groupByDevice(r)
 	bw.WriteString("## Devices\n\n")

@@ -10,7 +10,7 @@ import (
 // timeline kind) bump the minor; anything a reader written for an older minor
 // would misread (a renamed or removed field, a changed meaning, a new
 // verdict) bumps the major. Load accepts every document of the same major.
-const SchemaVersion = "1.1"
+const SchemaVersion = "1.2"
 
 // SchemaMajor is the major part of SchemaVersion.
 const SchemaMajor = 1
@@ -226,7 +226,7 @@ func (s *Scenario) PrimaryDevice() string {
 func (s *Scenario) FailedChecks() []Check {
 	var out []Check
 	for _, c := range s.Checks {
-		if !c.OK {
+		if c.Failed() {
 			out = append(out, c)
 		}
 	}
@@ -263,7 +263,14 @@ type Check struct {
 	// Upstream is the upstream check this one maps to, as
 	// "<script>/<case>/<check>", e.g. "third_party.py/revoke-closes/tasksCancelled".
 	Upstream string `json:"upstream,omitempty"`
+	// Skipped says the check was not evaluated: it does not apply to the
+	// device's kind (Detail says why). A skipped check has OK false and
+	// is neither a pass nor a failure.
+	Skipped bool `json:"skipped,omitempty"`
 }
+
+// Failed says the check was evaluated and did not hold.
+func (c *Check) Failed() bool { return !c.OK && !c.Skipped }
 
 // EvidenceArtifact returns the artifact path Evidence points at, if it does.
 func (c *Check) EvidenceArtifact() (string, bool) {
@@ -311,8 +318,11 @@ type Summary struct {
 	LabFaultAttempts int `json:"labFaultAttempts"`
 	// Checks and ChecksPassed count the scenarios' (deciding attempts')
 	// named checks.
-	Checks             int `json:"checks"`
-	ChecksPassed       int `json:"checksPassed"`
+	Checks       int `json:"checks"`
+	ChecksPassed int `json:"checksPassed"`
+	// ChecksSkipped counts the checks not evaluated on their devices'
+	// kind (in Checks, never in ChecksPassed; 1.2).
+	ChecksSkipped      int `json:"checksSkipped,omitempty"`
 	Devices            int `json:"devices"`
 	QuarantinedDevices int `json:"quarantinedDevices"`
 	// ExitCode is ExitCode(run).
@@ -368,8 +378,11 @@ func Summarize(r *Run) Summary {
 		}
 		s.Checks += len(sc.Checks)
 		for _, c := range sc.Checks {
-			if c.OK {
+			switch {
+			case c.OK:
 				s.ChecksPassed++
+			case c.Skipped:
+				s.ChecksSkipped++
 			}
 		}
 	}

@@ -56,9 +56,12 @@ func checkLine(c Check) string {
 }
 
 func writeCheckLine(b *strings.Builder, c Check) {
-	if c.OK {
+	switch {
+	case c.OK:
 		b.WriteString("[PASS] ")
-	} else {
+	case c.Skipped:
+		b.WriteString("[SKIP] ")
+	default:
 		b.WriteString("[FAIL] ")
 	}
 	b.WriteString(c.Name)
@@ -98,7 +101,7 @@ func attemptLine(a Attempt) string {
 	}
 	var failed []string
 	for _, c := range a.Checks {
-		if !c.OK {
+		if c.Failed() {
 			failed = append(failed, c.Name)
 		}
 	}

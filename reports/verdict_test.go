@@ -93,7 +93,7 @@ func TestSummarize(t *testing.T) {
 	got := Summarize(sampleRun())
 	want := Summary{
 		Total: 7, Pass: 2, Fail: 1, Flaky: 1, Error: 1, Skipped: 1, Inconclusive: 1,
-		Attempts: 9, LabFaultAttempts: 3, Checks: 30, ChecksPassed: 26,
+		Attempts: 9, LabFaultAttempts: 3, Checks: 31, ChecksPassed: 26, ChecksSkipped: 1,
 		Devices: 3, QuarantinedDevices: 1, ExitCode: ExitFailures,
 	}
 	if got != want {

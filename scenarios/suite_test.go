@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -41,6 +42,10 @@ const (
 )
 
 // upstreamRE is one upstream check: suite file, case, check.
+// contractRE is a listing's header line giving the spec's count for the
+// suite ("# contract: 21 checks"): the listing must hold exactly that many.
+var contractRE = regexp.MustCompile(`^#\s*contract:\s*([0-9]+) checks\b`)
+
 var upstreamRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.(py|ts)/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
 
 // loadSuite parses every scenario of the suite with the lab's validator.
@@ -238,11 +243,16 @@ func readListing(dir string) (*listing, error) {
 		}
 		suite := strings.TrimSuffix(filepath.Base(f), ".txt")
 		sc := bufio.NewScanner(bytes.NewReader(b))
+		contract, listed := -1, 0
 		for n := 1; sc.Scan(); n++ {
 			line := strings.TrimSpace(sc.Text())
+			if m := contractRE.FindStringSubmatch(line); m != nil {
+				contract, _ = strconv.Atoi(m[1])
+			}
 			if line == "" || strings.HasPrefix(line, "#") {
 				continue
 			}
+			listed++
 			at := fmt.Sprintf("%s:%d", f, n)
 			switch {
 			case !upstreamRE.MatchString(line):
@@ -255,6 +265,9 @@ func readListing(dir string) (*listing, error) {
 				l.checks = append(l.checks, line)
 				l.where[line] = at
 			}
+		}
+		if contract >= 0 && listed != contract {
+			problems = append(problems, fmt.Sprintf("%s: lists %d checks, the contract counts %d", f, listed, contract))
 		}
 	}
 	if len(problems) > 0 {
@@ -415,6 +428,7 @@ func TestReadListingRejects(t *testing.T) {
 		{"suite", "x.py.txt", "y.py/a/b\n"},
 		{"twice", "x.py.txt", "x.py/a/b\nx.py/a/b\n"},
 		{"spaces", "x.py.txt", "x.py/a b/c\n"},
+		{"contract count", "x.py.txt", "# contract: 3 checks\nx.py/a/b\nx.py/a/c\n"},
 	} {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, tc.file), []byte(tc.text), 0o644); err != nil {

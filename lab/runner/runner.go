@@ -93,7 +93,7 @@ func (o *Outcome) failed() bool {
 		return true
 	}
 	for _, c := range o.Checks {
-		if !c.OK {
+		if c.Failed() {
 			return true
 		}
 	}
@@ -804,7 +804,7 @@ func reasonOf(s *reports.Scenario, extra string) string {
 
 func firstFailure(checks []reports.Check, fallback string) string {
 	for _, c := range checks {
-		if !c.OK {
+		if c.Failed() {
 			if c.Detail == "" {
 				return c.Name
 			}

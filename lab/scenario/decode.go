@@ -242,6 +242,8 @@ func (s *Step) hasValue() bool {
 		return s.Check != nil
 	case KindCaller:
 		return s.Caller != nil
+	case KindBridge:
+		return s.Bridge != nil
 	case KindInstall:
 		return s.Install != nil
 	case KindACPClient:

@@ -112,6 +112,7 @@ func generateSchema(docs map[string]string) ([]byte, error) {
 			"Needs.apps":              itemsOf(app),
 			"Needs.model":             oneEnum(enum(ModelStub, ModelLive, ModelAny)),
 			"Needs.kinds":             itemsOf(oneEnum(enum(DeviceKinds...))),
+			"Check.kinds":             itemsOf(oneEnum(enum(DeviceKinds...))),
 			"Needs.min_api":           func(s *jsonschema.Schema) { s.Minimum = ptr(0.0) },
 			"Step.device":             role,
 			"Step.save":               pattern(saveRE.String()),

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -199,6 +200,7 @@ type Step struct {
 	// ACPClient runs the official ACP TypeScript client on the lab's
 	// host against the device, through agentlab bridge.
 	ACPClient *ACPClientStep `yaml:"acp_client"`
+	Bridge    *BridgeStep    `yaml:"bridge"`
 	// Include is replaced by the fragment's steps when the file is read;
 	// a parsed scenario never holds one.
 	Include *IncludeStep `yaml:"include"`
@@ -229,6 +231,7 @@ const (
 	KindAwait     = "await"
 	KindInstall   = "install"
 	KindCaller    = "caller"
+	KindBridge    = "bridge"
 	KindACPClient = "acp_client"
 	KindInclude   = "include"
 )
@@ -236,7 +239,7 @@ const (
 // StepKinds lists every step kind.
 var StepKinds = []string{KindReset, KindSeed, KindApp, KindCallers, KindAsk, KindPrompt, KindConsent, KindTap,
 	KindApproval, KindPlugins, KindTools, KindKill, KindRestart, KindReboot, KindWait, KindSleep, KindRun, KindCheck, KindAwait,
-	KindInstall, KindCaller, KindACPClient, KindInclude}
+	KindInstall, KindCaller, KindACPClient, KindBridge, KindInclude}
 
 // Kind is the step's kind.
 func (s *Step) Kind() string { return s.kind }
@@ -327,6 +330,25 @@ type PromptStep struct {
 	MCPServers []MCPServer `yaml:"mcp_servers"`
 	// CancelAfter sends session/cancel this long after the prompt.
 	CancelAfter Duration `yaml:"cancel_after"`
+}
+
+// BridgeStep runs the lab's acp-bridge (agentlab bridge, spec §8.4) as an
+// editor would: it pairs with a fresh pairing code (or the token an
+// earlier bridge step of the attempt stored), sends initialize, opens a
+// session and sends the prompt, then keeps the editor's side open for
+// hold. Desktop access must be on. The output is the bridge's exit code
+// and what the editor saw.
+type BridgeStep struct {
+	// Token connects with the stored token instead of a new code.
+	Token bool `yaml:"token"`
+	// Text or Script is the prompt (one of scripts); neither sends none.
+	Text   string `yaml:"text"`
+	Script string `yaml:"script"`
+	// CancelAfter sends session/cancel this long after the prompt.
+	CancelAfter Duration `yaml:"cancel_after"`
+	// Hold keeps stdin open this long after the last answer (0: closed at
+	// once, exit 0); the phone closing first ends the bridge (exit 6).
+	Hold Duration `yaml:"hold"`
 }
 
 // ToolRef is a toolScope entry: the plugin's name and the raw tool name.
@@ -500,7 +522,17 @@ type Check struct {
 	Name        string `yaml:"name"`
 	Upstream    string `yaml:"upstream"`
 	Description string `yaml:"description"`
-	Condition   `yaml:",inline"`
+	// Kinds are the device kinds the check applies to (virtual,
+	// emulator, phone); on another kind it is not evaluated and is
+	// reported skipped ("not applicable on virtual devices"), never
+	// passed. Empty means every kind.
+	Kinds     []string `yaml:"kinds"`
+	Condition `yaml:",inline"`
+}
+
+// AppliesTo says whether the check is evaluated on a device of kind.
+func (c *Check) AppliesTo(kind string) bool {
+	return len(c.Kinds) == 0 || slices.Contains(c.Kinds, kind)
 }
 
 // Subjects of a condition, for `of:`.

@@ -307,12 +307,12 @@ func (v *validator) step(st *Step, path string) {
 	if st.Timeout.D() > MaxTimeout {
 		v.errf(join(path, "timeout"), "longer than %s", MaxTimeout)
 	}
-	canBG := slices.Contains([]string{KindAsk, KindPrompt, KindApp, KindRun, KindCaller}, st.kind)
+	canBG := slices.Contains([]string{KindAsk, KindPrompt, KindApp, KindRun, KindCaller, KindBridge}, st.kind)
 	if st.Background && !canBG {
-		v.errf(join(path, "background"), "only ask, prompt, app, caller and run steps run in the background")
+		v.errf(join(path, "background"), "only ask, prompt, app, caller, bridge and run steps run in the background")
 	}
 	if st.AllowError && !slices.Contains([]string{KindApp, KindCallers, KindAsk, KindPrompt, KindTap, KindApproval, KindPlugins, KindTools,
-		KindRun, KindKill, KindRestart, KindInstall, KindCaller}, st.kind) {
+		KindRun, KindKill, KindRestart, KindInstall, KindCaller, KindBridge}, st.kind) {
 		v.errf(join(path, "allow_error"), "a %s step has no error to allow", st.kind)
 	}
 	switch st.kind {
@@ -362,6 +362,18 @@ func (v *validator) step(st *Step, path string) {
 		v.install(st.Install, kp)
 	case KindCaller:
 		v.caller(st.Caller, kp)
+	case KindBridge:
+		b := st.Bridge
+		switch {
+		case b.Text != "" && b.Script != "":
+			v.errf(join(kp, "script"), "want text or script, not both")
+		case b.Script != "":
+			v.scriptUse(join(kp, "script"), b.Script)
+		}
+		v.refs(join(kp, "text"), b.Text)
+		if b.CancelAfter > 0 && b.Text == "" && b.Script == "" {
+			v.errf(join(kp, "cancel_after"), "there is no prompt to cancel: give text or script")
+		}
 	case KindInclude:
 		v.errf(kp, "include is expanded when a scenario is read: only in its setup and steps, not in a fragment")
 	case KindConsent:
@@ -633,6 +645,11 @@ func (v *validator) checkName(name, path string) {
 
 func (v *validator) check(c *Check, path string) {
 	v.checkName(c.Name, join(path, "name"))
+	for i, k := range c.Kinds {
+		if !slices.Contains(DeviceKinds, k) {
+			v.errf(index(join(path, "kinds"), i), "want one of %s, got %q", strings.Join(DeviceKinds, ", "), clip(k, 40))
+		}
+	}
 	v.condition(&c.Condition, path)
 }
 

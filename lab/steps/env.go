@@ -169,7 +169,7 @@ func (r *Result) Failed() bool {
 		return true
 	}
 	for _, c := range r.Checks {
-		if !c.OK {
+		if c.Failed() {
 			return true
 		}
 	}

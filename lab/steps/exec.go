@@ -58,6 +58,8 @@ func (a *attempt) exec(ctx context.Context, n int, t *Target, st *scenario.Step)
 		return a.ask(ctx, t, st, look)
 	case scenario.KindPrompt:
 		return a.prompt(ctx, t, st, expand)
+	case scenario.KindBridge:
+		return a.bridgeStep(ctx, t, st, expand)
 	case scenario.KindConsent:
 		return nil, a.consentStep(ctx, t, st.Consent)
 	case scenario.KindTap:
@@ -82,7 +84,7 @@ func (a *attempt) exec(ctx context.Context, n int, t *Target, st *scenario.Step)
 	case scenario.KindRun:
 		return a.run1(ctx, t, st.Run, expand)
 	case scenario.KindCheck:
-		c, err := a.evalCheck(ctx, st.Check.Name, st.Check.Upstream, &st.Check.Condition, map[string]any{})
+		c, err := a.namedCheck(ctx, st.Check, map[string]any{})
 		if err != nil {
 			return nil, err
 		}

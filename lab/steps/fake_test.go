@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -25,6 +26,22 @@ type fakeDevice struct {
 	serial string
 	shell  func(cmd string, su bool) (devices.Result, error)
 	gone   bool
+	// forwardTo is the local TCP port Forward answers (a fake phone's
+	// desktop socket); removed records RemoveForward calls.
+	forwardTo int
+	removed   []string
+}
+
+func (d *fakeDevice) Forward(_ context.Context, local, remote string) (int, error) {
+	if d.forwardTo == 0 {
+		return 0, errors.New("no forward in this test")
+	}
+	return d.forwardTo, nil
+}
+
+func (d *fakeDevice) RemoveForward(_ context.Context, local string) error {
+	d.removed = append(d.removed, local)
+	return nil
 }
 
 func (d *fakeDevice) Serial() string { return d.serial }
@@ -160,6 +177,8 @@ func (f *fakeRuntime) Call(ctx context.Context, out any, args ...string) error {
 		res = []any{map[string]any{"id": "org.agentos.test.mcp.plugin/agent-plugin", "name": "mcptest", "package": "org.agentos.test.mcp.plugin"}}
 	case "status":
 		res = map[string]any{"version": "test", "pid": 42.0}
+	case "desktop code":
+		res = map[string]any{"code": "123456", "expiresInMs": 300000.0}
 	case "clock show", "clock advance":
 		f.mu.Lock()
 		if verb == "clock advance" {

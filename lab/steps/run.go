@@ -43,6 +43,7 @@ type attempt struct {
 
 	// Per role, created on first use and closed by close.
 	acp      map[string]*acpConn
+	bridges  map[string]*bridgeState
 	consent  map[string]*recorder
 	offsets  map[string]map[string]int64
 	snapshot map[string]any
@@ -74,7 +75,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, env *Env) *Result {
 	a := &attempt{
 		ctx: ctx, sc: sc, env: env, log: env.Logger, start: time.Now(), roles: map[string]*Target{},
 		saved: map[string]any{}, recIndex: map[string]int{}, recorded: map[string]reports.Check{},
-		bg: map[string]*bgStep{}, dumps: map[string]bool{}, acp: map[string]*acpConn{}, consent: map[string]*recorder{},
+		bg: map[string]*bgStep{}, dumps: map[string]bool{}, acp: map[string]*acpConn{}, bridges: map[string]*bridgeState{}, consent: map[string]*recorder{},
 		offsets: map[string]map[string]int64{}, snapshot: map[string]any{}, clocks: map[string]bool{},
 		hands: map[string]*hand{}, uiSeen: map[string]any{},
 	}
@@ -230,6 +231,9 @@ func (a *attempt) close() {
 	}
 	for _, c := range a.acp {
 		c.close()
+	}
+	for _, b := range a.bridges {
+		b.close()
 	}
 	a.closeHands()
 }
@@ -473,13 +477,23 @@ func (a *attempt) checkAll(ctx context.Context, checks []scenario.Check) error {
 	cache := map[string]any{}
 	for i := range checks {
 		c := &checks[i]
-		rc, err := a.evalCheck(ctx, c.Name, c.Upstream, &c.Condition, cache)
+		rc, err := a.namedCheck(ctx, c, cache)
 		if err != nil {
 			return err
 		}
 		a.record(rc)
 	}
 	return nil
+}
+
+// namedCheck evaluates a scenario's check, or reports it skipped on a
+// device kind it does not apply to (an Android UI or freezer check on a
+// virtual device): skipped is neither a pass nor a failure.
+func (a *attempt) namedCheck(ctx context.Context, c *scenario.Check, cache map[string]any) (reports.Check, error) {
+	if kind := a.target(c.Device).Kind; !c.AppliesTo(kind) {
+		return reports.Check{Name: c.Name, Skipped: true, Detail: "skipped: not applicable on " + kind + " devices", Upstream: c.Upstream}, nil
+	}
+	return a.evalCheck(ctx, c.Name, c.Upstream, &c.Condition, cache)
 }
 
 // evalCheck evaluates one named condition. Only a lab fault is returned

@@ -97,6 +97,56 @@ invariants:
 	})
 }
 
+// TestChecksByDeviceKind: a check for other device kinds (an Android UI
+// check on a virtual device) is skipped with the reason and never
+// evaluated; it neither passes nor fails the attempt. On a device of its
+// kind it is evaluated like any other.
+func TestChecksByDeviceKind(t *testing.T) {
+	const sc = `
+name: t
+steps:
+  - check: {name: midway, kinds: [phone], shell: "dumpsys activity processes", path: .stdout, contains: isFrozen=false}
+checks:
+  - {name: everywhere, of: status, exists: true}
+  - {name: onPhones, kinds: [phone, emulator], shell: "dumpsys notification", path: .stdout, contains: desktop_access}
+`
+	for _, tc := range []struct {
+		kind, want string
+		skipped    bool
+		failed     bool
+	}{
+		{"virtual", "midway=false everywhere=true onPhones=false", true, false},
+		{"phone", "midway=false everywhere=true onPhones=false", false, true},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := newRuntime()
+				var ran []string
+				dev := &fakeDevice{serial: "127.0.0.1:5000", shell: func(cmd string, _ bool) (devices.Result, error) {
+					ran = append(ran, cmd)
+					return devices.Result{Stdout: []byte("nothing here")}, nil
+				}}
+				e, _ := env(t, rt, dev)
+				e.Targets[0].Kind = tc.kind
+				r := Run(context.Background(), parse(t, sc), e)
+				require.NoError(t, r.Err)
+				assert.Equal(t, tc.want, checks(r))
+				for _, name := range []string{"midway", "onPhones"} {
+					c := find(r, name)
+					assert.Equal(t, tc.skipped, c.Skipped, name)
+					assert.Equal(t, tc.failed, c.Failed(), name)
+					if tc.skipped {
+						assert.Equal(t, "skipped: not applicable on virtual devices", c.Detail, name)
+					}
+				}
+				assert.Equal(t, tc.failed, r.Failed())
+				assert.Equal(t, tc.skipped, !slices.ContainsFunc(ran, func(cmd string) bool { return strings.Contains(cmd, "dumpsys") }),
+					"a skipped check ran its command, or an applicable one did not")
+			})
+		})
+	}
+}
+
 // TestStepFailure: a failed step is a failed check; the named checks are
 // not reached; invariants are still evaluated.
 func TestStepFailure(t *testing.T) {

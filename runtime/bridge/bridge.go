@@ -266,7 +266,9 @@ func (b *Bridge) Disable() error {
 	b.state.Enabled = false
 	b.state.Pairings = []Pairing{}
 	b.code = nil
-	b.stopLocked()
+	if !(faultinject.Enabled && faultinject.Active(faultinject.DesktopOffKeepsConnected)) { // the fault keeps socket and connections
+		b.stopLocked()
+	}
 	if err := b.saveLocked(); err != nil {
 		return errcode.Wrap(errcode.StoreFailed, "the pairing file could not be written", err)
 	}

@@ -70,6 +70,10 @@ var All = []Fault{
 		[]string{"aci/cap-permission"}},
 	{"aci_confirm_not_high", "a dangerous or confirm capability asks on a HIGH card every call (ACI layer 5)",
 		[]string{"aci/consent-dangerous"}},
+	{"idle_death_restarted", "the supervisor restarts a runtime that died only when its last heartbeat showed tasks (§11.7)",
+		[]string{"fault/supervisor"}},
+	{"desktop_off_keeps_connected", "turning desktop access off closes the socket and every desktop connection (§8)",
+		[]string{"desktop/idle", "desktop/pairing"}},
 	{"soak_leak", "a prompt's goroutines and descriptors end with it", nil},
 }
 

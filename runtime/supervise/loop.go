@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/runtime/clock"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 	"github.com/agentoslab/agentlab/runtime/supervise/logfile"
 )
 
@@ -125,6 +126,12 @@ func (s *Supervisor) loop(ctx context.Context) string {
 		now := s.clock.Now()
 		uptime := now.Sub(started)
 		n := deaths.add(now)
+		if uptime >= s.t.ResetAfter {
+			// Up long enough, whatever it died of: the next busy death
+			// backs off from the start (an idle death in between must
+			// not carry an old backoff over).
+			backoff = 0
+		}
 		s.logger.Warn("supervise: runtime died", "uptime", uptime.Round(time.Millisecond).String(), "tasks", tasks, "state", hbState, "deaths", n)
 		var wait time.Duration // 0: wait for a kick
 		switch {
@@ -137,7 +144,7 @@ func (s *Supervisor) loop(ctx context.Context) string {
 			}
 			s.logger.Error("supervise: crash loop; safe mode", "deaths", n, "window", s.t.LoopWindow.String())
 			continue // start it again at once, in safe mode
-		case tasks > 0 && hbState != "stopping":
+		case (tasks > 0 || faultinject.Enabled && faultinject.Active(faultinject.IdleDeathRestarted)) && hbState != "stopping":
 			backoff = nextBackoff(backoff, uptime, s.t)
 			wait = backoff
 			s.setStatusBackoff(n, backoff)

@@ -519,6 +519,26 @@ func TestCrashLoopWindowOnTheClock(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrNotExist, "safe-mode marker written")
 }
 
+// A runtime that was up for ResetAfter resets the backoff even when it
+// died idle: the next busy death waits the base delay again, not the
+// double of the one before the healthy stretch.
+func TestIdleDeathAfterUptimeResetsBackoff(t *testing.T) {
+	clk := clocktest.New(time.Unix(1_700_000_000, 0))
+	h := start(t, []string{"busy-die", "run", "busy-die", "run"}, func(o *Options) { o.Clock = clk })
+	st := h.await("first backoff", func(s Status) bool { return s.State == StateBackoff })
+	require.Equal(t, int64(20), st.BackoffMs)
+	h.awaitPause(clk)
+	clk.Advance(20 * time.Millisecond)
+	st = h.await("ok", func(s Status) bool { return s.State == StateOK })
+	h.awaitStarts(2)
+	clk.Advance(31 * time.Second) // past ResetAfter (30 s here)
+	require.NoError(t, syscall.Kill(st.RuntimePID, syscall.SIGKILL))
+	h.await("stopped", func(s Status) bool { return s.State == StateStopped })
+	h.sup.Kick()
+	st = h.await("second backoff", func(s Status) bool { return s.State == StateBackoff })
+	require.Equal(t, int64(20), st.BackoffMs, "the backoff carried over the healthy stretch")
+}
+
 func TestCrashLoopSafeMode(t *testing.T) {
 	h := start(t, []string{"busy-die", "busy-die", "busy-die", "busy-die", "busy-die", "run"}, nil)
 	st := h.await("safe mode", func(s Status) bool { return s.State == StateSafeMode && s.RuntimePID > 0 })

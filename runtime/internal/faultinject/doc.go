@@ -50,6 +50,8 @@
 //	                             originating app (permission layer 4, as upstream)
 //	aci_confirm_not_high         a dangerous or confirm capability is a WRITE tool, not HIGH: its card offers
 //	                             remembering and a remembered call runs unasked (permission layer 5)
+//	idle_death_restarted         the supervisor restarts a runtime that died idle (spec §11.7: only one with tasks)
+//	desktop_off_keeps_connected  turning desktop access off leaves the socket and the connected computers
 //	soak_leak                    every prompt leaks a goroutine and a descriptor (caught by a soak, not by
 //	                             a scenario: scenarios/soak)
 package faultinject
@@ -80,6 +82,8 @@ const (
 	ACIPeerUIDUnchecked       = "aci_peer_uid_unchecked"
 	ACICapPermissionUnchecked = "aci_cap_permission_unchecked"
 	ACIConfirmNotHigh         = "aci_confirm_not_high"
+	IdleDeathRestarted        = "idle_death_restarted"
+	DesktopOffKeepsConnected  = "desktop_off_keeps_connected"
 	SoakLeak                  = "soak_leak"
 )
 
@@ -90,7 +94,7 @@ var Faults = []string{
 	PairingCodeReusable, DesktopAnyUID, ReadSkillDotDot, SessionMCPLoopback, ModelKeyLogged,
 	CrossAppSessionLoad, ProviderPeerUIDUnchecked, SignatureKeepsGrant, BusyQuotaIgnored,
 	PluginsEnabledByDefault, OversizeClosesChannel, RevokeLeavesConnected, ACIPeerUIDUnchecked,
-	ACICapPermissionUnchecked, ACIConfirmNotHigh, SoakLeak,
+	ACICapPermissionUnchecked, ACIConfirmNotHigh, IdleDeathRestarted, DesktopOffKeepsConnected, SoakLeak,
 }
 
 // Names of the switches.

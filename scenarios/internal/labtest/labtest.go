@@ -92,7 +92,7 @@ func ReadResults(path string) (map[string]Result, error) {
 		r := Result{Verdict: string(s.Verdict)}
 		if n := len(s.Attempts); n > 0 {
 			for _, c := range s.Attempts[n-1].Checks {
-				if !c.OK {
+				if c.Failed() {
 					r.Failed = append(r.Failed, c.Name)
 				}
 			}
