@@ -14,10 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentoslab/agentlab/devices/adb"
-	"github.com/agentoslab/agentlab/devices/adbserver"
 	"github.com/agentoslab/agentlab/devices/virtual"
-	"github.com/agentoslab/agentlab/internal/testenv"
+	"github.com/agentoslab/agentlab/devices/virtual/virtualtest"
 	"github.com/agentoslab/agentlab/lab/build"
 	"github.com/agentoslab/agentlab/lab/modelstub"
 	"github.com/agentoslab/agentlab/lab/provision"
@@ -45,28 +43,10 @@ const pageBudget = 50 * time.Millisecond
 // It needs root and adb (virtual devices) and builds agentosd and the
 // notes app (the build cache is kept in the temporary directory).
 func BenchmarkConsolePage16CardsVirtualDevice(b *testing.B) {
-	testenv.NeedVirtualDevices(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 
-	srv, err := adbserver.Start(ctx, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	vd, err := virtual.Start(ctx, &virtual.Options{StateDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer vd.Stop(context.Background())
-	s := adb.NewServer(srv.Addr(), nil)
-	if err := s.Connect(ctx, vd.Serial()); err != nil {
-		b.Fatal(err)
-	}
-	dev := s.Device(vd.Serial())
-	if err := dev.WaitBoot(ctx); err != nil {
-		b.Fatal(err)
-	}
+	dev := virtualtest.Start(b, nil).Dev
 
 	root, err := build.FindRoot(".")
 	if err != nil {

@@ -10,10 +10,9 @@ import (
 	"time"
 
 	"github.com/agentoslab/agentlab/devices"
-	"github.com/agentoslab/agentlab/devices/adb"
 	"github.com/agentoslab/agentlab/devices/adbserver"
 	"github.com/agentoslab/agentlab/devices/virtual"
-	"github.com/agentoslab/agentlab/internal/testenv"
+	"github.com/agentoslab/agentlab/devices/virtual/virtualtest"
 	"github.com/agentoslab/agentlab/lab/build"
 )
 
@@ -64,42 +63,13 @@ type testDevice struct {
 
 func startDevice(t testing.TB, o *virtual.Options) *testDevice {
 	t.Helper()
-	testenv.NeedVirtualDevices(t)
-	if o == nil {
-		o = &virtual.Options{}
-	}
-	if o.StateDir == "" {
-		o.StateDir = t.TempDir()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	srv, err := adbserver.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vd, err := virtual.Start(ctx, o)
-	if err != nil {
-		srv.Close()
-		t.Fatal(err)
-	}
-	td := &testDevice{vd: vd, srv: srv}
+	v := virtualtest.Start(t, o)
+	td := &testDevice{vd: v.VD, srv: v.ADB, dev: v.Dev}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
 		if t.Failed() {
 			td.dumpLogs(t)
 		}
-		vd.Stop(ctx)
-		srv.Close()
 	})
-	s := adb.NewServer(srv.Addr(), nil)
-	if err := s.Connect(ctx, vd.Serial()); err != nil {
-		t.Fatal(err)
-	}
-	td.dev = s.Device(vd.Serial())
-	if err := td.dev.WaitBoot(ctx); err != nil {
-		t.Fatal(err)
-	}
 	return td
 }
 

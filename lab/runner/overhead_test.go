@@ -7,11 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentoslab/agentlab/devices/adb"
-	"github.com/agentoslab/agentlab/devices/adbserver"
 	"github.com/agentoslab/agentlab/devices/pool"
-	"github.com/agentoslab/agentlab/devices/virtual"
-	"github.com/agentoslab/agentlab/internal/testenv"
+	"github.com/agentoslab/agentlab/devices/virtual/virtualtest"
 	"github.com/agentoslab/agentlab/lab/runner"
 	"github.com/agentoslab/agentlab/lab/scenario"
 	"github.com/agentoslab/agentlab/reports"
@@ -22,24 +19,10 @@ import (
 // scenario's wall time (lease with its health gate, the attempt's set-up,
 // checks, release) minus the time inside its steps (target < 200 ms).
 func BenchmarkLabOverhead(b *testing.B) {
-	testenv.NeedVirtualDevices(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	srv, err := adbserver.Start(ctx, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	vd, err := virtual.Start(ctx, &virtual.Options{StateDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer vd.Stop(context.Background())
-	s := adb.NewServer(srv.Addr(), nil)
-	if err := s.Connect(ctx, vd.Serial()); err != nil {
-		b.Fatal(err)
-	}
-	p, err := pool.New(&pool.Options{Sources: []pool.Source{pool.ADB(s)}, MonitorInterval: -1})
+	vd := virtualtest.Start(b, nil)
+	p, err := pool.New(&pool.Options{Sources: []pool.Source{pool.ADB(vd.Server)}, MonitorInterval: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -58,7 +41,7 @@ func BenchmarkLabOverhead(b *testing.B) {
 		c.Name = fmt.Sprintf("noop-%d", i)
 		scs[i] = &c
 	}
-	exec := &runner.DeviceExecutor{Kinds: map[string]reports.DeviceKind{vd.Serial(): reports.DeviceVirtual}}
+	exec := &runner.DeviceExecutor{Kinds: map[string]reports.DeviceKind{vd.VD.Serial(): reports.DeviceVirtual}}
 	var overheads []time.Duration
 	b.ResetTimer()
 	for b.Loop() {
