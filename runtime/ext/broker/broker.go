@@ -378,48 +378,31 @@ func (b *Broker) Status() Status {
 // (absent: until it is not) and enabled, or ctx ends. It reports whether
 // the condition was met.
 func (b *Broker) WaitCatalog(ctx context.Context, name string, absent bool) bool {
-	for {
-		b.mu.Lock()
+	return b.waitUntil(ctx, func() bool {
 		e, ok := b.cat.ByName(name)
-		present := ok && e.Enabled
-		ch := b.changed
-		b.mu.Unlock()
-		if present != absent {
-			return true
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return false
-		}
-	}
+		return (ok && e.Enabled) != absent
+	})
 }
 
 // waitNewLink waits until an extension host connected after link number
 // after (Status().LinkConnects) and pushed its catalog, or ctx ends.
 func (b *Broker) waitNewLink(ctx context.Context, after int) bool {
-	for {
-		b.mu.Lock()
-		up, ch := b.peer != nil && b.links > after && b.catalogLink == b.links, b.changed
-		b.mu.Unlock()
-		if up {
-			return true
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return false
-		}
-	}
+	return b.waitUntil(ctx, func() bool { return b.peer != nil && b.links > after && b.catalogLink == b.links })
 }
 
 // WaitLink waits until the extension host is connected (or ctx ends).
 func (b *Broker) WaitLink(ctx context.Context) bool {
+	return b.waitUntil(ctx, func() bool { return b.peer != nil })
+}
+
+// waitUntil waits until cond, evaluated under b.mu at every catalog or
+// link change, holds, or ctx ends; it reports whether cond held.
+func (b *Broker) waitUntil(ctx context.Context, cond func() bool) bool {
 	for {
 		b.mu.Lock()
-		up, ch := b.peer != nil, b.changed
+		ok, ch := cond(), b.changed
 		b.mu.Unlock()
-		if up {
+		if ok {
 			return true
 		}
 		select {
