@@ -14,6 +14,7 @@ import (
 // otherwise; attempts lost to the lab are errors and end the series.
 func (r *runner) repeat(ctx context.Context, it *item) {
 	if reason := r.unmet(it.sc); reason != "" {
+		it.res.Checks = skippedChecks(it.sc, reason)
 		r.finish(it, reports.VerdictSkipped, reason)
 		return
 	}

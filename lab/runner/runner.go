@@ -263,6 +263,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	} else {
 		for _, it := range items {
 			if reason := r.unmet(it.sc); reason != "" {
+				it.res.Checks = skippedChecks(it.sc, reason)
 				r.finish(it, reports.VerdictSkipped, reason)
 				continue
 			}
@@ -301,6 +302,17 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// skippedChecks lists a scenario's named checks as skipped for reason, so
+// a scenario the run cannot meet still shows every upstream check it maps
+// (and the per-suite counts say how many were not evaluated).
+func skippedChecks(sc *scenario.Scenario, reason string) []reports.Check {
+	out := []reports.Check{}
+	for _, c := range sc.Checks {
+		out = append(out, reports.Check{Name: c.Name, Skipped: true, Detail: "skipped: " + reason, Upstream: c.Upstream})
+	}
+	return out
 }
 
 // unmet says why the run cannot meet a scenario's needs ("" if it can).

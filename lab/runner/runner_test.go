@@ -14,6 +14,8 @@ import (
 	"github.com/agentoslab/agentlab/lab/config"
 	"github.com/agentoslab/agentlab/lab/scenario"
 	"github.com/agentoslab/agentlab/reports"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // verdictCase is one table case: scenarios with their executor scripts,
@@ -134,7 +136,7 @@ func TestVerdicts(t *testing.T) {
 			want:      map[string]wantScenario{"a": {reports.VerdictFlaky, "fail pass", ""}}},
 		{name: "needs not met are skipped",
 			scenarios: []scriptedScenario{
-				scDoc("name: live\nmodel: live\nsteps: [{sleep: 1s}]\n"),
+				scDoc("name: live\nmodel: live\nsteps: [{sleep: 1s}]\nchecks: [{name: c, upstream: x.py/a/c, of: status, exists: true}]\n"),
 				scDoc("name: apps\nneeds: {apps: [sms]}\nsteps: [{sleep: 1s}]\n"),
 				scDoc("name: three\ndevices: 3\nsteps: [{sleep: 1s}]\n"),
 				scDoc("name: phone\nneeds: {kinds: [phone]}\nsteps: [{sleep: 1s}]\n"),
@@ -148,7 +150,17 @@ func TestVerdicts(t *testing.T) {
 				"three": {reports.VerdictSkipped, "", "needs 3 device(s); the run has 2"},
 				"phone": {reports.VerdictSkipped, "", "needs 1 phone device(s); the run has 0"},
 				"api":   {reports.VerdictSkipped, "", "needs 1 device(s); the run has 0"},
-				"ok":    {reports.VerdictPass, "pass", ""}}},
+				"ok":    {reports.VerdictPass, "pass", ""}},
+			// A scenario the run cannot meet still lists its checks,
+			// skipped with the reason, so its upstream rows are counted.
+			check: func(t *testing.T, res *Result, _ *fakeLeaser, _ *fakeExecutor) {
+				for _, s := range res.Scenarios {
+					if s.Name == "live" {
+						assert.Equal(t, []reports.Check{{Name: "c", Skipped: true, Upstream: "x.py/a/c",
+							Detail: "skipped: needs a live model; the run uses the stub"}}, s.Checks)
+					}
+				}
+			}},
 		{name: "stub scenario on a live run is skipped",
 			scenarios: []scriptedScenario{scDoc("name: scripted\nmodel: {script: {steps: [{text: hi}]}}\nsteps: [{sleep: 1s}]\n"),
 				scDoc("name: any\nneeds: {model: any}\nsteps: [{sleep: 1s}]\n", "pass")},

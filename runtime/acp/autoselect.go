@@ -9,6 +9,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/catalog"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/internal/chars"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 )
 
 // The selection methods (spec §2.4 sessionAutoSelect). The runtime has no
@@ -61,7 +62,8 @@ func (cn *conn) autoSelect(ctx context.Context, cwd string, scope []engine.ToolS
 	candidates := 0
 	reason := reasonNoTitleMatch
 	for _, s := range list {
-		if s.OwnerKey != cn.caller.OwnerKey() || !catalog.ScopeEqual(catalog.ScopeOf(s.Scope), want) {
+		if s.OwnerKey != cn.caller.OwnerKey() || !catalog.ScopeEqual(catalog.ScopeOf(s.Scope), want) &&
+			!(faultinject.Enabled && faultinject.Active(faultinject.AutoSelectIgnoresScope)) {
 			continue
 		}
 		if _, state, ok := cn.a.e.ActiveTask(ctx, s.ID); ok && state == "recovery_required" {

@@ -74,6 +74,8 @@ var All = []Fault{
 		[]string{"fault/supervisor"}},
 	{"desktop_off_keeps_connected", "turning desktop access off closes the socket and every desktop connection (§8)",
 		[]string{"desktop/idle", "desktop/pairing"}},
+	{"autoselect_ignores_scope", "session auto-select picks only a session whose toolScope equals the requested one (§2.4)",
+		[]string{"third-party/auto-select"}},
 	{"soak_leak", "a prompt's goroutines and descriptors end with it", nil},
 }
 

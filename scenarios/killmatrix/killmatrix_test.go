@@ -74,6 +74,7 @@ var pinned = map[string][]string{
 	"aci_peer_uid_unchecked":       {"aci/socket-squat: squatterNeverCalled"},
 	"aci_cap_permission_unchecked": {"aci/cap-permission: refusedWithoutCapPermission"},
 	"aci_confirm_not_high":         {"aci/consent-dangerous: highCardEveryCall"},
+	"autoselect_ignores_scope":     {"third-party/auto-select: scopeMustMatch"},
 }
 
 // survivors are faults no scenario can catch yet, each with why. The test

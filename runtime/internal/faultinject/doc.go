@@ -52,6 +52,8 @@
 //	                             remembering and a remembered call runs unasked (permission layer 5)
 //	idle_death_restarted         the supervisor restarts a runtime that died idle (spec §11.7: only one with tasks)
 //	desktop_off_keeps_connected  turning desktop access off leaves the socket and the connected computers
+//	autoselect_ignores_scope     session auto-select may pick a session whose toolScope differs from the one
+//	                             requested (spec §2.4)
 //	soak_leak                    every prompt leaks a goroutine and a descriptor (caught by a soak, not by
 //	                             a scenario: scenarios/soak)
 package faultinject
@@ -84,6 +86,7 @@ const (
 	ACIConfirmNotHigh         = "aci_confirm_not_high"
 	IdleDeathRestarted        = "idle_death_restarted"
 	DesktopOffKeepsConnected  = "desktop_off_keeps_connected"
+	AutoSelectIgnoresScope    = "autoselect_ignores_scope"
 	SoakLeak                  = "soak_leak"
 )
 
@@ -94,7 +97,8 @@ var Faults = []string{
 	PairingCodeReusable, DesktopAnyUID, ReadSkillDotDot, SessionMCPLoopback, ModelKeyLogged,
 	CrossAppSessionLoad, ProviderPeerUIDUnchecked, SignatureKeepsGrant, BusyQuotaIgnored,
 	PluginsEnabledByDefault, OversizeClosesChannel, RevokeLeavesConnected, ACIPeerUIDUnchecked,
-	ACICapPermissionUnchecked, ACIConfirmNotHigh, IdleDeathRestarted, DesktopOffKeepsConnected, SoakLeak,
+	ACICapPermissionUnchecked, ACIConfirmNotHigh, IdleDeathRestarted, DesktopOffKeepsConnected, AutoSelectIgnoresScope,
+	SoakLeak,
 }
 
 // Names of the switches.
