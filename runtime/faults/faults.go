@@ -74,6 +74,8 @@ var All = []Fault{
 		[]string{"fault/supervisor"}},
 	{"desktop_off_keeps_connected", "turning desktop access off closes the socket and every desktop connection (§8)",
 		[]string{"desktop/idle", "desktop/pairing"}},
+	{"channel_slot_leak", "a closed caller connection frees its place under the per-app connection cap (§10.2 reconnect)",
+		[]string{"channel/reconnect-sdk"}},
 	{"soak_leak", "a prompt's goroutines and descriptors end with it", nil},
 }
 

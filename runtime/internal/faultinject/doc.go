@@ -52,6 +52,7 @@
 //	                             remembering and a remembered call runs unasked (permission layer 5)
 //	idle_death_restarted         the supervisor restarts a runtime that died idle (spec §11.7: only one with tasks)
 //	desktop_off_keeps_connected  turning desktop access off leaves the socket and the connected computers
+//	channel_slot_leak            a closed caller connection keeps its place under the per-app cap of 8
 //	soak_leak                    every prompt leaks a goroutine and a descriptor (caught by a soak, not by
 //	                             a scenario: scenarios/soak)
 package faultinject
@@ -84,6 +85,7 @@ const (
 	ACIConfirmNotHigh         = "aci_confirm_not_high"
 	IdleDeathRestarted        = "idle_death_restarted"
 	DesktopOffKeepsConnected  = "desktop_off_keeps_connected"
+	ChannelSlotLeak           = "channel_slot_leak"
 	SoakLeak                  = "soak_leak"
 )
 
@@ -94,7 +96,7 @@ var Faults = []string{
 	PairingCodeReusable, DesktopAnyUID, ReadSkillDotDot, SessionMCPLoopback, ModelKeyLogged,
 	CrossAppSessionLoad, ProviderPeerUIDUnchecked, SignatureKeepsGrant, BusyQuotaIgnored,
 	PluginsEnabledByDefault, OversizeClosesChannel, RevokeLeavesConnected, ACIPeerUIDUnchecked,
-	ACICapPermissionUnchecked, ACIConfirmNotHigh, IdleDeathRestarted, DesktopOffKeepsConnected, SoakLeak,
+	ACICapPermissionUnchecked, ACIConfirmNotHigh, IdleDeathRestarted, DesktopOffKeepsConnected, ChannelSlotLeak, SoakLeak,
 }
 
 // Names of the switches.
