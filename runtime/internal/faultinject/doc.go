@@ -53,6 +53,7 @@
 //	idle_death_restarted         the supervisor restarts a runtime that died idle (spec §11.7: only one with tasks)
 //	desktop_off_keeps_connected  turning desktop access off leaves the socket and the connected computers
 //	channel_slot_leak            a closed caller connection keeps its place under the per-app cap of 8
+//	cancel_ignored               session/cancel is accepted and does nothing: the turn streams on (spec §2.8)
 //	soak_leak                    every prompt leaks a goroutine and a descriptor (caught by a soak, not by
 //	                             a scenario: scenarios/soak)
 package faultinject
@@ -86,6 +87,7 @@ const (
 	IdleDeathRestarted        = "idle_death_restarted"
 	DesktopOffKeepsConnected  = "desktop_off_keeps_connected"
 	ChannelSlotLeak           = "channel_slot_leak"
+	CancelIgnored             = "cancel_ignored"
 	SoakLeak                  = "soak_leak"
 )
 
@@ -96,7 +98,7 @@ var Faults = []string{
 	PairingCodeReusable, DesktopAnyUID, ReadSkillDotDot, SessionMCPLoopback, ModelKeyLogged,
 	CrossAppSessionLoad, ProviderPeerUIDUnchecked, SignatureKeepsGrant, BusyQuotaIgnored,
 	PluginsEnabledByDefault, OversizeClosesChannel, RevokeLeavesConnected, ACIPeerUIDUnchecked,
-	ACICapPermissionUnchecked, ACIConfirmNotHigh, IdleDeathRestarted, DesktopOffKeepsConnected, ChannelSlotLeak, SoakLeak,
+	ACICapPermissionUnchecked, ACIConfirmNotHigh, IdleDeathRestarted, DesktopOffKeepsConnected, ChannelSlotLeak, CancelIgnored, SoakLeak,
 }
 
 // Names of the switches.
