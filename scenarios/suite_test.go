@@ -25,7 +25,7 @@ var update = flag.Bool("update", false, "rewrite README.md's upstream map from t
 // The documented tags (README.md, "Tags"): one area tag per scenario,
 // and the sets a run selects with --tags.
 var (
-	areaTags = []string{"apps", "third-party", "notes", "sms", "ext", "consent", "desktop", "quota", "security", "fault", "platform", "aci"}
+	areaTags = []string{"apps", "third-party", "channel", "notes", "sms", "ext", "consent", "desktop", "quota", "security", "fault", "platform", "aci"}
 	setTags  = []string{tagNightly, tagQualification}
 )
 
@@ -46,7 +46,7 @@ const (
 // suite ("# contract: 21 checks"): the listing must hold exactly that many.
 var contractRE = regexp.MustCompile(`^#\s*contract:\s*([0-9]+) checks\b`)
 
-var upstreamRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.(py|ts)/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
+var upstreamRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.(py|ts)(-[a-z]+)?/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
 
 // loadSuite parses every scenario of the suite with the lab's validator.
 func loadSuite(t *testing.T) []*scenario.Scenario {
@@ -427,6 +427,8 @@ func TestReadListingRejects(t *testing.T) {
 		{"form", "x.py.txt", "x.py/a\n"},
 		{"suite", "x.py.txt", "y.py/a/b\n"},
 		{"twice", "x.py.txt", "x.py/a/b\nx.py/a/b\n"},
+		{"other variant", "x.py-sdk.txt", "x.py-app/a/b\n"},
+		{"variant case", "x.py-sdk.txt", "x.py-SDK/a/b\n"},
 		{"spaces", "x.py.txt", "x.py/a b/c\n"},
 		{"contract count", "x.py.txt", "# contract: 3 checks\nx.py/a/b\nx.py/a/c\n"},
 	} {

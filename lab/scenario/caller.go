@@ -106,6 +106,9 @@ type PlanFields struct {
 	// BusyRetry sends the prompt again while the runtime refuses it as
 	// busy, for up to this long.
 	BusyRetry Duration `yaml:"busy_retry"`
+	// DropText leaves a prompt's text out of its result (stream.sha256
+	// and stream.chars stand for it), for streams of megabytes.
+	DropText bool `yaml:"drop_text"`
 	// Prompt is the background prompt await and wait_text wait for.
 	Prompt string `yaml:"prompt"`
 	Mode   string `yaml:"mode"`
@@ -144,7 +147,7 @@ var PlanOps = map[string][]string{
 	acptestclient.OpClose:      {"as", "session"},
 	acptestclient.OpSetMode:    {"as", "session", "mode"},
 	acptestclient.OpSetModel:   {"as", "session", "model"},
-	acptestclient.OpPrompt:     {"as", "session", "text", "script", "pad", "times", "background", "cancel_after", "busy_retry"},
+	acptestclient.OpPrompt:     {"as", "session", "text", "script", "pad", "times", "background", "cancel_after", "busy_retry", "drop_text"},
 	acptestclient.OpCancel:     {"as", "session"},
 	acptestclient.OpAwait:      {"as", "prompt", "timeout"},
 	acptestclient.OpWaitText:   {"as", "prompt", "text", "timeout"},
@@ -257,7 +260,7 @@ func (op *PlanOp) encode(x Expander) (acptestclient.Op, error) {
 	w := acptestclient.Op{Op: op.Op, As: op.As, Conn: str(op.Conn), Session: str(op.Session), ID: str(op.ID),
 		MaxWaitMs: ms(op.MaxWait), RetryMs: ms(op.Retry), ClientName: str(op.ClientName), ClientVersion: str(op.ClientVersion),
 		Cwd: str(op.Cwd), Text: str(op.Text), Pad: op.Pad, Times: op.Times, Background: op.Background,
-		CancelAfterMs: ms(op.CancelAfter), BusyRetryMs: ms(op.BusyRetry), Prompt: op.Prompt, Mode: str(op.Mode), Model: str(op.Model),
+		CancelAfterMs: ms(op.CancelAfter), BusyRetryMs: ms(op.BusyRetry), DropText: op.DropText, Prompt: op.Prompt, Mode: str(op.Mode), Model: str(op.Model),
 		Socket: str(op.Socket), ReadMs: ms(op.Read), TimeoutMs: ms(op.Timeout), Ms: ms(op.For), Since: op.Since}
 	if op.Scope != nil {
 		scope := make([]acpclient.ToolRef, len(*op.Scope))

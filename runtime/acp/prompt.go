@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"errors"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 	"io"
 	"sync"
 	"time"
@@ -175,7 +176,7 @@ func (cn *conn) cancel(ctx context.Context, p params) (any, error) {
 	cn.mu.Lock()
 	list := append([]*promptState(nil), cn.prompts[id]...)
 	cn.mu.Unlock()
-	if len(list) == 0 {
+	if len(list) == 0 || faultinject.Enabled && faultinject.Active(faultinject.CancelIgnored) {
 		return nil, nil
 	}
 	for _, ps := range list {

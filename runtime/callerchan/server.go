@@ -13,6 +13,7 @@ import (
 	"github.com/agentoslab/agentlab/runtime/consent/callers"
 	"github.com/agentoslab/agentlab/runtime/engine"
 	"github.com/agentoslab/agentlab/runtime/errcode"
+	"github.com/agentoslab/agentlab/runtime/internal/faultinject"
 	"github.com/agentoslab/agentlab/runtime/transport"
 )
 
@@ -143,6 +144,9 @@ func (s *Server) accept(c *transport.Conn) transport.Admission {
 func (s *Server) release(uid int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if faultinject.Enabled && faultinject.Active(faultinject.ChannelSlotLeak) { // the closed connection keeps its slot
+		return
+	}
 	if s.perUID[uid]--; s.perUID[uid] <= 0 {
 		delete(s.perUID, uid)
 	}

@@ -76,6 +76,10 @@ var All = []Fault{
 		[]string{"desktop/idle", "desktop/pairing"}},
 	{"autoselect_ignores_scope", "session auto-select picks only a session whose toolScope equals the requested one (§2.4)",
 		[]string{"third-party/auto-select"}},
+	{"channel_slot_leak", "a closed caller connection frees its place under the per-app connection cap (§10.2 reconnect)",
+		[]string{"channel/reconnect-sdk"}},
+	{"cancel_ignored", "session/cancel stops the session's running turn (§2.8)",
+		[]string{"channel/cancel-sdk"}},
 	{"soak_leak", "a prompt's goroutines and descriptors end with it", nil},
 }
 

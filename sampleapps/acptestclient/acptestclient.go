@@ -28,7 +28,8 @@
 //	delete       {conn, id}
 //	close        {session}
 //	set_mode     {session, mode};  set_model {session, model}
-//	prompt       {session, text, pad, times, background, cancelAfterMs} stopReason, taskId, text, toolCalls[{id, tool, status, statuses, result, arguments, ref}]
+//	prompt       {session, text, pad, times, background, cancelAfterMs, dropText} stopReason, taskId, text, toolCalls[{id, tool, status, statuses, result, arguments, ref}],
+//	             stream{chunks, chars, maxChunkChars, sha256, firstChunkMs, gapP50Ms, gapP99Ms, chunksPerSec, charsPerSec, cancelToStopMs}
 //	cancel       {session};  await {prompt, timeoutMs}
 //	wait_text    {prompt, text, timeoutMs}                              seen: a background prompt streamed the text (its task runs)
 //	raw_open     {as, readMs}                                           a raw caller channel: opened, reason, requestId, line

@@ -47,6 +47,9 @@ type Op struct {
 	Times         int  `json:"times,omitempty"`
 	Background    bool `json:"background,omitempty"`
 	CancelAfterMs int  `json:"cancelAfterMs,omitempty"`
+	// DropText leaves the text out of the result (stream.sha256 and
+	// stream.chars stand for it): for streams of megabytes.
+	DropText bool `json:"dropText,omitempty"`
 	// BusyRetryMs sends a prompt again while the runtime refuses it with
 	// quota busy, for up to this long: the runtime may answer a prompt
 	// before it frees the app's one slot (see PromptOut.BusyRetries).

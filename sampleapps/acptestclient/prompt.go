@@ -2,9 +2,16 @@ package acptestclient
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"hash"
+	"math"
+	"slices"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentoslab/agentlab/runtime/sdk/acpclient"
 )
@@ -21,6 +28,8 @@ type PromptOut struct {
 	ToolCalls []ToolCallOut `json:"toolCalls"`
 	// Events counts the events streamed.
 	Events int `json:"events"`
+	// Stream is the text stream's figures (spec §10.2's metrics).
+	Stream StreamOut `json:"stream"`
 	// BusyRetries counts the sends refused with quota busy before this
 	// one was admitted (busyRetryMs).
 	BusyRetries int `json:"busyRetries,omitempty"`
@@ -32,6 +41,82 @@ type PromptOut struct {
 	Pending    bool `json:"pending,omitempty"`
 	Outcome
 }
+
+// StreamOut measures a prompt's text stream as the client saw it: the
+// updates (the runtime coalesces model chunks, spec §2.6), their sizes,
+// a digest of the whole text (so a lost, doubled or reordered chunk
+// shows without shipping megabytes back), and timings.
+type StreamOut struct {
+	// Chunks counts the text updates; Chars the text's characters.
+	Chunks        int `json:"chunks"`
+	Chars         int `json:"chars"`
+	MaxChunkChars int `json:"maxChunkChars"`
+	// SHA256 is the hex digest of the text's UTF-8 bytes.
+	SHA256 string `json:"sha256"`
+	// FirstChunkMs is from sending the prompt to its first text.
+	FirstChunkMs int64 `json:"firstChunkMs"`
+	// GapP50Ms and GapP99Ms are percentiles of the time between two
+	// text updates: the per-chunk latency a reader of the stream sees.
+	GapP50Ms float64 `json:"gapP50Ms"`
+	GapP99Ms float64 `json:"gapP99Ms"`
+	// ChunksPerSec and CharsPerSec are over the first to the last text.
+	ChunksPerSec float64 `json:"chunksPerSec"`
+	CharsPerSec  float64 `json:"charsPerSec"`
+	// CancelToStopMs is from sending session/cancel to the turn's end
+	// (cancelAfterMs only; absent when no cancel was sent).
+	CancelToStopMs *float64 `json:"cancelToStopMs,omitempty"`
+}
+
+// streamMeter folds text updates into a StreamOut.
+type streamMeter struct {
+	start, first, last time.Time
+	gaps               []time.Duration
+	hash               hash.Hash
+	out                StreamOut
+}
+
+func newStreamMeter(start time.Time) *streamMeter {
+	return &streamMeter{start: start, hash: sha256.New()}
+}
+
+func (m *streamMeter) text(now time.Time, s string) {
+	n := utf8.RuneCountInString(s)
+	if m.out.Chunks == 0 {
+		m.first = now
+		m.out.FirstChunkMs = now.Sub(m.start).Milliseconds()
+	} else {
+		m.gaps = append(m.gaps, now.Sub(m.last))
+	}
+	m.last = now
+	m.out.Chunks++
+	m.out.Chars += n
+	m.out.MaxChunkChars = max(m.out.MaxChunkChars, n)
+	m.hash.Write([]byte(s))
+}
+
+func (m *streamMeter) result() StreamOut {
+	out := m.out
+	out.SHA256 = hex.EncodeToString(m.hash.Sum(nil))
+	if len(m.gaps) > 0 {
+		slices.Sort(m.gaps)
+		out.GapP50Ms = percentileMs(m.gaps, 50)
+		out.GapP99Ms = percentileMs(m.gaps, 99)
+	}
+	if d := m.last.Sub(m.first).Seconds(); d > 0 {
+		out.ChunksPerSec = round2(float64(out.Chunks-1) / d)
+		out.CharsPerSec = round2(float64(out.Chars) / d)
+	}
+	return out
+}
+
+// percentileMs is the nearest-rank percentile p of sorted gaps, in ms.
+func percentileMs(sorted []time.Duration, p int) float64 {
+	i := (len(sorted)*p + 99) / 100
+	i = min(max(i, 1), len(sorted))
+	return round2(float64(sorted[i-1]) / float64(time.Millisecond))
+}
+
+func round2(f float64) float64 { return math.Round(f*100) / 100 }
 
 // ToolCallOut is one tool call of a turn.
 type ToolCallOut struct {
@@ -64,7 +149,7 @@ func (r *runner) prompt(ctx context.Context, op *Op) (any, error) {
 			defer r.wg.Done()
 			defer close(b.done)
 			start := time.Now()
-			res, err := runPrompt(withProgress(ctx, b.progress), s, text, cancelAfter, busyRetry)
+			res, err := runPrompt(withProgress(ctx, b.progress), s, text, cancelAfter, busyRetry, op.DropText)
 			res.Background = true
 			res.setCommon(time.Since(start).Milliseconds(), errOut(err))
 			b.res = res
@@ -72,16 +157,16 @@ func (r *runner) prompt(ctx context.Context, op *Op) (any, error) {
 		return &PromptOut{SessionID: s.ID(), ToolCalls: []ToolCallOut{}, Background: true, Pending: true}, nil
 	}
 	if op.Times <= 1 {
-		return runPrompt(ctx, s, text, cancelAfter, busyRetry)
+		return runPrompt(ctx, s, text, cancelAfter, busyRetry, op.DropText)
 	}
 	out := &PromptOut{SessionID: s.ID(), ToolCalls: []ToolCallOut{}}
 	var last error
 	for range op.Times {
 		start := time.Now()
-		res, err := runPrompt(ctx, s, text, cancelAfter, busyRetry)
+		res, err := runPrompt(ctx, s, text, cancelAfter, busyRetry, op.DropText)
 		res.setCommon(time.Since(start).Milliseconds(), errOut(err))
 		out.Runs = append(out.Runs, res)
-		out.StopReason, out.TaskID, out.Text, out.Events = res.StopReason, res.TaskID, res.Text, res.Events
+		out.StopReason, out.TaskID, out.Text, out.Events, out.Stream = res.StopReason, res.TaskID, res.Text, res.Events, res.Stream
 		last = err
 	}
 	// The op's own error is the last prompt's; each run has its own.
@@ -93,11 +178,11 @@ const busyPoll = 25 * time.Millisecond
 
 // runPrompt sends one prompt and folds its stream; while the runtime
 // refuses it with quota busy it sends it again for up to busyRetry.
-func runPrompt(ctx context.Context, s *acpclient.Session, text string, cancelAfter, busyRetry time.Duration) (*PromptOut, error) {
+func runPrompt(ctx context.Context, s *acpclient.Session, text string, cancelAfter, busyRetry time.Duration, dropText bool) (*PromptOut, error) {
 	deadline := time.Now().Add(busyRetry)
 	retries := 0
 	for {
-		out, err := promptOnce(ctx, s, text, cancelAfter)
+		out, err := promptOnce(ctx, s, text, cancelAfter, dropText)
 		var e *acpclient.Error
 		if !errors.As(err, &e) || e.AgentosCode != "quota_exceeded" || e.Reason != "busy" || time.Now().After(deadline) {
 			out.BusyRetries = retries
@@ -116,12 +201,30 @@ func runPrompt(ctx context.Context, s *acpclient.Session, text string, cancelAft
 }
 
 // promptOnce sends one prompt and folds its stream.
-func promptOnce(ctx context.Context, s *acpclient.Session, text string, cancelAfter time.Duration) (*PromptOut, error) {
+func promptOnce(ctx context.Context, s *acpclient.Session, text string, cancelAfter time.Duration, dropText bool) (*PromptOut, error) {
 	out := &PromptOut{SessionID: s.ID(), ToolCalls: []ToolCallOut{}}
+	meter := newStreamMeter(time.Now())
+	var cancelMu sync.Mutex
+	var cancelAt time.Time
+	defer func() {
+		out.Stream = meter.result()
+		cancelMu.Lock()
+		if !cancelAt.IsZero() {
+			ms := round2(float64(time.Since(cancelAt)) / float64(time.Millisecond))
+			out.Stream.CancelToStopMs = &ms
+		}
+		cancelMu.Unlock()
+		if dropText {
+			out.Text = ""
+		}
+	}()
 	if cancelAfter > 0 {
 		t := time.AfterFunc(cancelAfter, func() {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
+			cancelMu.Lock()
+			cancelAt = time.Now()
+			cancelMu.Unlock()
 			s.Cancel(cctx)
 		})
 		defer t.Stop()
@@ -136,6 +239,7 @@ func promptOnce(ctx context.Context, s *acpclient.Session, text string, cancelAf
 		out.Events++
 		switch e := ev.(type) {
 		case acpclient.Text:
+			meter.text(time.Now(), e.Text)
 			sb.WriteString(e.Text)
 			if p := progressOf(ctx); p != nil {
 				p(e.Text)

@@ -3,6 +3,8 @@ package acptestclient_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net"
 	"strconv"
@@ -61,6 +63,15 @@ const echoScript = "#!agentos-script\nsteps:\n  - toolCalls:\n      - mcp: [mcpt
 // holdScript streams one chunk and then holds the task until cancelled.
 const holdScript = "#!agentos-script\nsteps:\n  - text: working\n    hangAfter: 1\n"
 
+// streamScript streams 2,000 four-character chunks (8,000 characters).
+const streamScript = "#!agentos-script\nsteps:\n  - text: abcdefgh\n    chunkChars: 4\n    repeat: 1000\n"
+
+// streamDigest is sha256 of "abcdefgh" × 1,000.
+var streamDigest = func() string {
+	h := sha256.Sum256([]byte(strings.Repeat("abcdefgh", 1000)))
+	return hex.EncodeToString(h[:])
+}()
+
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
@@ -111,6 +122,7 @@ func TestSessionsLifecycle(t *testing.T) {
 		`[{"op":"prompt","session":"s1","busyRetryMs":2000,"text":`+jsonString(holdScript)+`,"background":true,"as":"hold"},`+
 			`{"op":"wait_text","prompt":"hold","text":"working","as":"wt"},{"op":"cancel","session":"s1"},{"op":"await","prompt":"hold"},`+
 			`{"op":"prompt","session":"s1","busyRetryMs":2000,"text":`+jsonString(holdScript)+`,"as":"timed","cancelAfterMs":300},`+
+			`{"op":"prompt","session":"s1","busyRetryMs":2000,"text":`+jsonString(streamScript)+`,"dropText":true,"as":"st"},`+
 			`{"op":"close","session":"s2","as":"cl"},{"op":"disconnect","conn":"c2"}]`,
 	)
 	checks := []struct {
@@ -144,6 +156,10 @@ func TestSessionsLifecycle(t *testing.T) {
 		{"r.hold.background", true},
 		{"r.wt.seen", true},
 		{"r.timed.stopReason", "cancelled"},
+		{"r.st.stopReason", "end_turn"},
+		{"r.st.text", ""},
+		{"r.st.stream.chars", 8000.0},
+		{"r.st.stream.sha256", streamDigest},
 		{"r.cl.error", nil},
 	}
 	for _, c := range checks {
@@ -159,6 +175,17 @@ func TestSessionsLifecycle(t *testing.T) {
 	}
 	if m, _ := get(out, "r.edge.text").(string); len(m) != 16000 {
 		t.Errorf("a 16,000-character prompt echoed %d characters", len(m))
+	}
+	// The runtime coalesces the 2,000 model chunks; the client counts
+	// what it received and times the cancel.
+	if n, _ := get(out, "r.st.stream.chunks").(float64); n < 1 || n > 2000 {
+		t.Errorf("stream chunks %v", n)
+	}
+	if n, _ := get(out, "r.st.stream.maxChunkChars").(float64); n < 4 || n > 8192 {
+		t.Errorf("largest chunk %v", n)
+	}
+	if n, ok := get(out, "r.timed.stream.cancelToStopMs").(float64); !ok || n < 0 || get(out, "r.st.stream.cancelToStopMs") != nil {
+		t.Errorf("cancelToStopMs %v after a cancelled prompt", get(out, "r.timed.stream"))
 	}
 	if st, _ := get(out, "r.p3.toolCalls.0.statuses").([]any); len(st) < 2 || st[len(st)-1] != "COMPLETED" {
 		t.Errorf("statuses %v", st)

@@ -54,6 +54,8 @@
 //	desktop_off_keeps_connected  turning desktop access off leaves the socket and the connected computers
 //	autoselect_ignores_scope     session auto-select may pick a session whose toolScope differs from the one
 //	                             requested (spec §2.4)
+//	channel_slot_leak            a closed caller connection keeps its place under the per-app cap of 8
+//	cancel_ignored               session/cancel is accepted and does nothing: the turn streams on (spec §2.8)
 //	soak_leak                    every prompt leaks a goroutine and a descriptor (caught by a soak, not by
 //	                             a scenario: scenarios/soak)
 package faultinject
@@ -87,6 +89,8 @@ const (
 	IdleDeathRestarted        = "idle_death_restarted"
 	DesktopOffKeepsConnected  = "desktop_off_keeps_connected"
 	AutoSelectIgnoresScope    = "autoselect_ignores_scope"
+	ChannelSlotLeak           = "channel_slot_leak"
+	CancelIgnored             = "cancel_ignored"
 	SoakLeak                  = "soak_leak"
 )
 
@@ -98,7 +102,7 @@ var Faults = []string{
 	CrossAppSessionLoad, ProviderPeerUIDUnchecked, SignatureKeepsGrant, BusyQuotaIgnored,
 	PluginsEnabledByDefault, OversizeClosesChannel, RevokeLeavesConnected, ACIPeerUIDUnchecked,
 	ACICapPermissionUnchecked, ACIConfirmNotHigh, IdleDeathRestarted, DesktopOffKeepsConnected, AutoSelectIgnoresScope,
-	SoakLeak,
+	ChannelSlotLeak, CancelIgnored, SoakLeak,
 }
 
 // Names of the switches.

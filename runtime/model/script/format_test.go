@@ -10,6 +10,8 @@ import (
 
 	"github.com/agentoslab/agentlab/internal/yamlschema"
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 )
 
@@ -127,6 +129,10 @@ func TestParseErrors(t *testing.T) {
 		{"negative delay", "steps:\n  - text: x\n    delayMs: -1\n", "delayMs must be between", true},
 		{"huge delay", "steps:\n  - text: x\n    delayMs: 600001\n", "delayMs must be between", true},
 		{"chunkChars 0", "steps:\n  - text: x\n    chunkChars: 0\n", "chunkChars must be at least 1", true},
+		{"repeat 0", "steps:\n  - text: x\n    repeat: 0\n", "repeat must be at least 1", true},
+		{"repeat without text", "steps:\n  - repeat: 2\n", "repeat needs a text", false},
+		{"repeat too many chunks", "steps:\n  - text: [a, b]\n    repeat: 600000\n", "more than 1048576 chunks", false},
+		{"repeat too long", "steps:\n  - text: abcdefghijklmnopqrstuvwxyz\n    repeat: 1000000\n", "more than 16777216 characters", false},
 		{"call without name", "steps:\n  - toolCalls: [{arguments: {}}]\n", "script:2:17: steps[0].toolCalls[0]: a tool call needs a name or an mcp", true},
 		{"name and mcp", "steps:\n  - toolCalls: [{name: a, mcp: [p, s, t]}]\n", "name and mcp exclude", true},
 		{"mcp two", "steps:\n  - toolCalls: [{mcp: [p, s]}]\n", "mcp is [plugin, server, tool]", true},
@@ -213,6 +219,16 @@ steps:
 			t.Errorf("Parse(%q) = %+v, %v", empty, s, err)
 		}
 	}
+}
+
+func TestParseRepeat(t *testing.T) {
+	t.Parallel()
+	s, err := Parse([]byte("steps:\n  - text: abcdé\n    chunkChars: 2\n    repeat: 3\n    hangAfter: 8\n"))
+	require.NoError(t, err)
+	st := s.steps[0]
+	// Splitting comes first, then the chunks go round three times.
+	assert.Equal(t, []string{"ab", "cd", "é", "ab", "cd", "é", "ab", "cd", "é"}, st.text)
+	assert.Equal(t, 8, st.hangAfter)
 }
 
 func TestLoad(t *testing.T) {

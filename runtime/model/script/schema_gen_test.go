@@ -49,6 +49,7 @@ func generateSchema(docs map[string]string) ([]byte, error) {
 			"document.version":   func(s *jsonschema.Schema) { s.Type, s.Const = "", anyOf(1) },
 			"document.steps":     func(s *jsonschema.Schema) { s.MaxItems = ptr(MaxSteps) },
 			"stepDoc.chunkChars": func(s *jsonschema.Schema) { s.Minimum = ptr(1.0) },
+			"stepDoc.repeat":     func(s *jsonschema.Schema) { s.Minimum, s.Maximum = ptr(1.0), ptr(float64(maxCutOrEnd)) },
 			"stepDoc.stop": func(s *jsonschema.Schema) {
 				s.Type, s.Enum = "", []any{"end_turn", "tool_use", "max_tokens", "refusal"}
 			},

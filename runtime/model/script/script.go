@@ -46,6 +46,9 @@ const (
 	MaxDelay    = 10 * time.Minute
 	maxDelayMs  = int(MaxDelay / time.Millisecond)
 	maxCutOrEnd = 1 << 20
+	// MaxRepeatChars bounds the text a repeated step streams (16 Mi
+	// characters: upstream's largest stream is 500 × 16,000).
+	MaxRepeatChars = 1 << 24
 )
 
 // script.schema.json is generated from the document types by
@@ -135,6 +138,9 @@ type stepDoc struct {
 	Thinking chunks `yaml:"thinking"`
 	// ChunkChars splits one text into chunks of this many characters.
 	ChunkChars *int `yaml:"chunkChars"`
+	// Repeat sends the text's chunks this many times over, for long
+	// streams (upstream's chunks × chunkChars) a document could not hold.
+	Repeat *int `yaml:"repeat"`
 	// ToolCalls are the tools the answer calls.
 	ToolCalls []callDoc `yaml:"toolCalls"`
 	// Stop is the stop reason; default tool_use with tool calls, else
@@ -424,6 +430,13 @@ func (d stepDoc) check(n *yaml.Node) (step, error) {
 	}
 	st.text = split(d.Text, st.chunkChars)
 	st.thinking = split(d.Thinking, st.chunkChars)
+	if d.Repeat != nil {
+		text, err := repeatChunks(st.text, *d.Repeat, d.Text.set)
+		if err != nil {
+			return st, err
+		}
+		st.text = text
+	}
 	if d.Fail != nil {
 		f, err := d.Fail.failure()
 		if err != nil {
@@ -432,6 +445,30 @@ func (d stepDoc) check(n *yaml.Node) (step, error) {
 		st.fail = f
 	}
 	return st, nil
+}
+
+// repeatChunks sends chunks n times over; the copies share the strings.
+func repeatChunks(chunks []string, n int, set bool) ([]string, error) {
+	if !set || len(chunks) == 0 {
+		return nil, errors.New("repeat needs a text")
+	}
+	chars := 0
+	for _, c := range chunks {
+		chars += len([]rune(c))
+	}
+	switch {
+	case n < 1:
+		return nil, errors.New("repeat must be at least 1")
+	case n*len(chunks) > maxCutOrEnd:
+		return nil, fmt.Errorf("repeat makes more than %d chunks", maxCutOrEnd)
+	case n*chars > MaxRepeatChars:
+		return nil, fmt.Errorf("repeat makes more than %d characters", MaxRepeatChars)
+	}
+	out := make([]string, 0, n*len(chunks))
+	for range n {
+		out = append(out, chunks...)
+	}
+	return out, nil
 }
 
 func (d failDoc) failure() (*failure, error) {
