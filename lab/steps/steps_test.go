@@ -97,6 +97,18 @@ invariants:
 	})
 }
 
+// TestChaosModelBound: a scenario's model: {chaos: {seed}} binds the
+// chaos model with its seed to the device's token, not a script.
+func TestChaosModelBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, stub := env(t, newRuntime(), nil)
+		r := Run(context.Background(), parse(t, "name: t\nmodel: {chaos: {seed: 17}}\nsteps:\n  - sleep: 1ms\n"), e)
+		require.NoError(t, r.Err)
+		assert.Equal(t, map[string]int64{"tok": 17}, stub.chaos)
+		assert.NotContains(t, stub.bound, "tok")
+	})
+}
+
 // TestStepFailure: a failed step is a failed check; the named checks are
 // not reached; invariants are still evaluated.
 func TestStepFailure(t *testing.T) {
