@@ -1,0 +1,320 @@
+package chaos
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// The apps and tools a sequence uses: two copies of the test caller (the
+// second one reaches for the first one's sessions) and the test plugin,
+// whose echo tool is the scoped sessions' one tool.
+const (
+	CallerA  = "org.agentos.test.acp.chaos.a"
+	CallerB  = "org.agentos.test.acp.chaos.b"
+	Plugin   = "org.agentos.test.mcp.plugin/agent-plugin"
+	EchoTool = "mcp__mcptest__test__echo"
+	runtimeLog = "/data/agentos/supervisor/runtime.log"
+	modelKey   = "/data/agentos/runtime/model.key"
+)
+
+// Scenario writes seq as a scenario file named name whose model is the
+// chaos model of seed. Every action's steps are followed by its
+// invariants' checks, named "<invariant>@<action id>", and by the check
+// that no revoked caller has a running task.
+func Scenario(name string, seed int64, seq []Action, description string) []byte {
+	doc := om{
+		{"name", name},
+		{"description", folded(description)},
+		{"tags", []any{"chaos"}},
+		{"needs", om{{"root", true}, {"apps", []any{"acptestclient", "mcptest"}}}},
+		{"attempts", 1},
+		{"timeout", fmt.Sprintf("%dm", 2+len(seq))},
+		{"model", om{{"chaos", om{{"seed", seed}}}}},
+		{"scripts", om{{"working", om{{"steps", []any{om{{"text", "working"}, {"hangAfter", 1}}}}}}}},
+		{"setup", setup()},
+	}
+	var steps []any
+	for _, a := range seq {
+		steps = append(steps, a.steps()...)
+		steps = append(steps, check(fmt.Sprintf("revokedHasNoTask@%d", a.ID),
+			om{{"of", "callers"}, {"path", `.callers[?state=="denied"].usage.activeTasks`}, {"all", om{{"eq", 0}}}}))
+	}
+	if len(steps) == 0 {
+		steps = []any{om{{"sleep", "1ms"}}}
+	}
+	doc = append(doc, kv{"steps", steps})
+	var b bytes.Buffer
+	b.WriteString("# yaml-language-server: $schema=../scenario.schema.json\n")
+	b.WriteString("# Written by agentlab chaos: " + describeSeq(seq) + "\n")
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(doc); err != nil {
+		panic(err) // om holds only plain values
+	}
+	return b.Bytes()
+}
+
+func describeSeq(seq []Action) string {
+	parts := make([]string, len(seq))
+	for i, a := range seq {
+		parts[i] = a.String()
+	}
+	return strings.Join(parts, " ")
+}
+
+func setup() []any {
+	out := []any{
+		om{{"callers", om{{"config", om{}}}}},
+		om{{"plugins", om{{"enable", []any{Plugin}}}}},
+		om{{"tools", om{{"enable", []any{EchoTool}}}}},
+		waitEcho(),
+	}
+	for _, pkg := range []string{CallerA, CallerB} {
+		out = append(out,
+			om{{"install", om{{"caller", pkg}}}},
+			om{{"caller", om{{"app", pkg}, {"plan", []any{"raw_open"}}}}, {"save", "asked"}},
+			om{{"callers", om{{"allow", pkg}}}},
+		)
+	}
+	return append(out, om{{"consent", om{{"mode", "deny"}}}})
+}
+
+func waitEcho() om {
+	return om{{"wait", om{
+		{"until", om{{"of", "catalog"}, {"path", `.tools[?name=="` + EchoTool + `"].enabled`}, {"eq", true}}},
+		{"timeout", "30s"},
+	}}}
+}
+
+func activeTasks(pkg string, n int, checkName string) om {
+	w := om{
+		{"until", om{{"of", "callers"}, {"path", `.callers[?packageName=="` + pkg + `"].usage.activeTasks`}, {"eq", n}}},
+		{"timeout", "15s"},
+		{"interval", "200ms"},
+	}
+	if checkName != "" {
+		w = append(w, kv{"check", om{{"name", checkName}}})
+	}
+	return om{{"wait", w}}
+}
+
+func check(name string, cond om) om {
+	return om{{"check", append(om{{"name", name}}, cond...)}}
+}
+
+// terminal is oneTerminalState for the caller prompt at path in save.
+func terminal(id int, save, path string) om {
+	stop, errp := path+".stopReason", path+".error"
+	return check(fmt.Sprintf("oneTerminalState@%d", id), om{{"any_of", []any{
+		om{{"all_of", []any{
+			om{{"saved", save}, {"path", stop}, {"exists", true}},
+			om{{"saved", save}, {"path", errp}, {"exists", false}},
+		}}},
+		om{{"all_of", []any{
+			om{{"saved", save}, {"path", stop}, {"exists", false}},
+			om{{"saved", save}, {"path", errp}, {"exists", true}},
+		}}},
+	}}})
+}
+
+func consentMode(allow bool) om {
+	m := "deny"
+	if allow {
+		m = "allow"
+	}
+	return om{{"consent", om{{"mode", m}}}}
+}
+
+// text is the prompt of action id: the chaos model's answers depend on
+// it, so it names the action, not its place in the sequence.
+func text(id int) string { return fmt.Sprintf("chaos action %d", id) }
+
+func (a Action) steps() []any {
+	id := a.ID
+	save := fmt.Sprintf("a%d", id)
+	name := func(inv string) string { return fmt.Sprintf("%s@%d", inv, id) }
+	switch a.Kind {
+	case Prompt:
+		newSess := om{{"as", "s"}}
+		switch a.Scope {
+		case ScopeEcho:
+			newSess = append(newSess, kv{"scope", []any{om{{"plugin", "mcptest"}, {"tool", "echo"}}}})
+		case ScopeNo:
+			newSess = append(newSess, kv{"scope", []any{}})
+		}
+		out := []any{
+			consentMode(a.Allow),
+			om{{"caller", om{{"app", CallerA}, {"plan", []any{
+				"connect",
+				om{{"new", newSess}},
+				om{{"prompt", om{{"session", "s"}, {"text", text(id)}, {"as", "p"}}}},
+			}}}}, {"save", save}, {"timeout", "90s"}},
+			terminal(id, save, ".r.p"),
+		}
+		switch a.Scope {
+		case ScopeEcho:
+			out = append(out, check(name("scopeNeverWidens"),
+				om{{"saved", save}, {"path", ".r.p.toolCalls[*].tool"}, {"all", om{{"eq", EchoTool}}}}))
+		case ScopeNo:
+			out = append(out, check(name("scopeNeverWidens"), om{{"saved", save}, {"path", ".r.p.toolCalls"}, {"len", 0}}))
+		}
+		if !a.Allow {
+			out = append(out, check(name("consentAnswered"),
+				om{{"saved", save}, {"path", `.r.p.toolCalls[?tool=="` + EchoTool + `"]`}, {"all", om{{"path", ".status"}, {"ne", "COMPLETED"}}}}))
+		}
+		return out
+	case Cancel:
+		return []any{
+			om{{"caller", om{{"app", CallerA}, {"plan", []any{
+				"connect",
+				om{{"new", om{{"as", "s"}}}},
+				om{{"prompt", om{{"session", "s"}, {"script", "working"}, {"background", true}, {"as", "p"}}}},
+				om{{"wait_text", om{{"prompt", "p"}, {"text", "working"}}}},
+				om{{"cancel", om{{"session", "s"}}}},
+				om{{"await", om{{"prompt", "p"}}}},
+			}}}}, {"save", save}, {"timeout", "60s"}},
+			terminal(id, save, ".r.p"),
+		}
+	case Revoke:
+		return []any{
+			om{{"caller", om{{"app", CallerA}, {"plan", []any{
+				"connect",
+				om{{"new", om{{"as", "s"}}}},
+				om{{"prompt", om{{"session", "s"}, {"script", "working"}, {"background", true}, {"as", "p"}}}},
+				om{{"wait_text", om{{"prompt", "p"}, {"text", "working"}}}},
+				om{{"wait_closed", om{{"timeout", "20s"}}}},
+				om{{"await", om{{"prompt", "p"}, {"timeout", "20s"}}}},
+			}}}}, {"save", save}, {"background", true}, {"timeout", "60s"}},
+			activeTasks(CallerA, 1, ""),
+			om{{"callers", om{{"revoke", CallerA}}}},
+			activeTasks(CallerA, 0, name("revokedHasNoTask")+".task"),
+			om{{"await", save}},
+			check(name("revokedHasNoTask")+".result", om{{"saved", save}, {"path", ".r.p.stopReason"}, {"exists", false}}),
+			om{{"callers", om{{"allow", CallerA}}}},
+		}
+	case ConsentTimeout:
+		tool := fmt.Sprintf("chaos_timed_%d", id)
+		return []any{
+			om{{"consent", om{{"mode", "off"}}}},
+			om{{"run", om{{"ctl", []any{"consent", "inject", "--timeout-ms", "3000", "--caller", "app", "--pkg", CallerA, "--tool", tool}}}}, {"save", save}},
+			om{{"wait", om{
+				{"until", om{{"of", "consent_pending"}, {"path", `[?toolName=="` + tool + `"]`}, {"count", 0}}},
+				{"timeout", "15s"}, {"interval", "200ms"},
+			}}},
+			om{{"run", om{{"ctl", []any{"consent", "decision", "${" + save + ".json.requestId}"}}}}, {"save", save + "d"}},
+			check(name("consentAnswered"), om{{"saved", save + "d"}, {"path", ".json.decision"}, {"eq", "deny:timeout"}}),
+			om{{"consent", om{{"mode", "deny"}}}},
+		}
+	case ConsentUnoffered:
+		tool := fmt.Sprintf("chaos_high_%d", id)
+		return []any{
+			om{{"consent", om{{"mode", "off"}}}},
+			om{{"run", om{{"ctl", []any{"consent", "inject", "--risk", "high", "--caller", "app", "--pkg", CallerA, "--tool", tool}}}}, {"save", save}},
+			om{{"run", om{{"ctl", []any{"consent", "respond", "${" + save + ".json.requestId}", "ALLOW_FOR_SESSION"}}}}},
+			om{{"run", om{{"ctl", []any{"consent", "decision", "${" + save + ".json.requestId}"}}}}, {"save", save + "d"}},
+			check(name("consentAnswered"), om{{"saved", save + "d"}, {"path", ".json.decision"}, {"eq", "deny:user"}}),
+			om{{"consent", om{{"mode", "deny"}}}},
+		}
+	case Busy:
+		return []any{
+			om{{"caller", om{{"app", CallerA}, {"plan", []any{
+				"connect",
+				om{{"new", om{{"as", "s1"}}}},
+				om{{"prompt", om{{"session", "s1"}, {"script", "working"}, {"background", true}, {"cancel_after", "20s"}, {"as", "p1"}}}},
+				om{{"wait_text", om{{"prompt", "p1"}, {"text", "working"}}}},
+				om{{"new", om{{"as", "s2"}}}},
+				om{{"prompt", om{{"session", "s2"}, {"text", text(id)}, {"as", "p2"}}}},
+				om{{"cancel", om{{"session", "s1"}}}},
+				om{{"await", om{{"prompt", "p1"}}}},
+			}}}}, {"save", save}, {"timeout", "60s"}},
+			check(name("onePromptAtATime"), om{{"saved", save}, {"path", ".r.p2.error.code"}, {"eq", "BUSY"}}),
+		}
+	case PluginDisable:
+		return []any{
+			om{{"plugins", om{{"disable", []any{Plugin}}}}},
+			om{{"plugins", om{{"enable", []any{Plugin}}}}},
+			waitEcho(),
+		}
+	case ProviderKill:
+		return []any{om{{"kill", "mcptest"}}}
+	case Kill9:
+		return []any{
+			consentMode(false),
+			om{{"caller", om{{"app", CallerA}, {"plan", []any{
+				"connect",
+				om{{"new", om{{"as", "s"}}}},
+				om{{"prompt", om{{"session", "s"}, {"text", text(id)}, {"as", "p"}}}},
+			}}}}, {"save", save}, {"timeout", "90s"}},
+			om{{"kill", "runtime"}},
+			om{{"restart", "runtime"}},
+			waitEcho(),
+			om{{"caller", om{{"app", CallerA}, {"plan", []any{
+				om{{"connect", om{{"max_wait", "30s"}}}},
+				om{{"load", om{{"id", "${" + save + ".r.s.sessionId}"}, {"as", "l"}}}},
+			}}}}, {"save", save + "l"}, {"timeout", "60s"}},
+			check(name("committedSurvives"), om{{"saved", save + "l"}, {"path", ".r.l.historyText"}, {"contains", text(id)}}),
+		}
+	case Reboot:
+		return []any{om{{"reboot", true}}, waitEcho()}
+	case CrossApp:
+		return []any{
+			consentMode(false),
+			om{{"caller", om{{"app", CallerA}, {"plan", []any{
+				"connect",
+				om{{"new", om{{"as", "s"}}}},
+				om{{"prompt", om{{"session", "s"}, {"text", text(id)}, {"as", "p"}}}},
+			}}}}, {"save", save}, {"timeout", "90s"}},
+			om{{"caller", om{{"app", CallerB}, {"plan", []any{
+				"connect",
+				om{{"load", om{{"id", "${" + save + ".r.s.sessionId}"}, {"as", "l"}}}},
+			}}}}, {"save", save + "b"}, {"timeout", "60s"}},
+			check(name("noCrossAppData"), om{{"saved", save + "b"}, {"path", ".r.l.sessionId"}, {"exists", false}}),
+		}
+	case ModelKey:
+		return []any{
+			om{{"run", om{{"ctl", []any{"model", "show"}}}}, {"save", save + "m"}},
+			om{{"run", om{{"shell", "wc -c < " + runtimeLog}, {"su", true}}}, {"save", save + "w"}},
+			om{{"run", om{{"ctl", []any{"model", "set", "--provider", "${" + save + "m.json.provider}",
+				"--base-url", "${" + save + "m.json.baseUrl}", "--model", "${" + save + "m.json.model}"}}}}},
+			om{{"run", om{{"su", true}, {"shell", "k=$(cat " + modelKey + "); [ -n \"$k\" ] || { echo nokey; exit 0; }; " +
+				"from=$(( $(echo ${" + save + "w.stdout}) + 1 )); " +
+				"for i in 1 2 3 4 5 6 7 8 9 10; do tail -c +$from " + runtimeLog + " | grep -q 'modelconf: model set' && break; sleep 0.2; done; " +
+				"sleep 0.3; tail -c +$from " + runtimeLog + " | grep -cF \"$k\" || true"}}}, {"save", save}},
+			check(name("keyInNoArtifact"), om{{"saved", save}, {"path", ".stdout"}, {"matches", `^0\s*$`}}),
+		}
+	}
+	panic("chaos: unknown action kind " + string(a.Kind))
+}
+
+// om is a YAML mapping that keeps its keys' order.
+type om []kv
+
+type kv struct {
+	k string
+	v any
+}
+
+func (m om) MarshalYAML() (any, error) {
+	n := &yaml.Node{Kind: yaml.MappingNode}
+	for _, e := range m {
+		var v yaml.Node
+		if err := v.Encode(e.v); err != nil {
+			return nil, err
+		}
+		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: e.k}, &v)
+	}
+	if len(m) == 0 {
+		n.Style = yaml.FlowStyle
+	}
+	return n, nil
+}
+
+// folded is text written as a folded block.
+type folded string
+
+func (f folded) MarshalYAML() (any, error) {
+	return &yaml.Node{Kind: yaml.ScalarNode, Style: yaml.FoldedStyle, Value: string(f)}, nil
+}

@@ -1,0 +1,90 @@
+package chaos
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentoslab/agentlab/lab/scenario"
+)
+
+// everyKind is a sequence with each kind once, prompts in every scope
+// and consent.
+func everyKind() []Action {
+	var seq []Action
+	for _, k := range Kinds() {
+		seq = append(seq, Action{Kind: k})
+	}
+	seq = append(seq, Action{Kind: Prompt, Scope: ScopeEcho, Allow: true}, Action{Kind: Prompt, Scope: ScopeNo})
+	for i := range seq {
+		seq[i].ID = i + 1
+	}
+	return seq
+}
+
+func TestScenarioIsValid(t *testing.T) {
+	seq := everyKind()
+	doc := Scenario("chaos/every-kind", 42, seq, "Every action once.")
+	s, err := scenario.Parse(doc, "every-kind.yaml", nil)
+	require.NoError(t, err, "%s", doc)
+	assert.Equal(t, int64(42), s.Model.Chaos.Seed)
+	exercised := map[string]int{}
+	for _, st := range s.Steps {
+		var name string
+		switch {
+		case st.Check != nil:
+			name = st.Check.Name
+		case st.Wait != nil && st.Wait.Check != nil:
+			name = st.Wait.Check.Name
+		default:
+			continue
+		}
+		inv, step := InvariantOf(name)
+		require.NotEmpty(t, inv, "check %s is an invariant's", name)
+		assert.Positive(t, step)
+		exercised[inv]++
+	}
+	for _, inv := range Invariants {
+		assert.Positive(t, exercised[inv.Name], "%s is checked by some action", inv.Name)
+	}
+}
+
+func TestSubsequencesAreValid(t *testing.T) {
+	seq := everyKind()
+	for i := range seq {
+		sub := append(append([]Action{}, seq[:i]...), seq[i+1:]...)
+		_, err := scenario.Parse(Scenario("chaos/sub", 1, sub, "A subsequence."), "sub.yaml", nil)
+		require.NoError(t, err, "without %s", seq[i])
+		_, err = scenario.Parse(Scenario("chaos/one", 1, seq[i:i+1], "One action."), "one.yaml", nil)
+		require.NoError(t, err, "%s alone", seq[i])
+	}
+	_, err := scenario.Parse(Scenario("chaos/empty", 1, nil, "Nothing."), "empty.yaml", nil)
+	require.NoError(t, err)
+}
+
+func TestGenerateIsDeterministic(t *testing.T) {
+	a, b := Generate(7, 30, nil), Generate(7, 30, nil)
+	assert.Equal(t, a, b)
+	assert.NotEqual(t, a, Generate(8, 30, nil))
+	kinds := map[Kind]bool{}
+	for seed := range int64(20) {
+		for _, x := range Generate(seed, 20, nil) {
+			kinds[x.Kind] = true
+		}
+	}
+	assert.Len(t, kinds, len(Kinds()), "the seeds draw every kind")
+	for _, x := range Generate(3, 20, []Kind{Busy, Revoke}) {
+		assert.Contains(t, []Kind{Busy, Revoke}, x.Kind)
+	}
+}
+
+func TestInvariantOf(t *testing.T) {
+	for check, want := range map[string]string{"scopeNeverWidens@3": "scopeNeverWidens", "revokedHasNoTask@12.result": "revokedHasNoTask",
+		"step 3 caller": "", "madeUp@1": "", "consentAnswered@x": ""} {
+		got, _ := InvariantOf(check)
+		assert.Equal(t, want, got, check)
+	}
+	assert.True(t, strings.HasPrefix(string(Scenario("a/b", 1, nil, "d")), "# yaml-language-server"))
+}
