@@ -127,10 +127,10 @@ const (
 // prompt texts (which the chaos model's answers depend on) keep their
 // names.
 type Action struct {
-	ID    int    `json:"id"`
-	Kind  Kind   `json:"kind"`
-	Scope Scope  `json:"scope,omitempty"`
-	Allow bool   `json:"allow,omitempty"`
+	ID    int   `json:"id"`
+	Kind  Kind  `json:"kind"`
+	Scope Scope `json:"scope,omitempty"`
+	Allow bool  `json:"allow,omitempty"`
 }
 
 func (a Action) String() string {

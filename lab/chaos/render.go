@@ -12,10 +12,10 @@ import (
 // second one reaches for the first one's sessions) and the test plugin,
 // whose echo tool is the scoped sessions' one tool.
 const (
-	CallerA  = "org.agentos.test.acp.chaos.a"
-	CallerB  = "org.agentos.test.acp.chaos.b"
-	Plugin   = "org.agentos.test.mcp.plugin/agent-plugin"
-	EchoTool = "mcp__mcptest__test__echo"
+	CallerA    = "org.agentos.test.acp.chaos.a"
+	CallerB    = "org.agentos.test.acp.chaos.b"
+	Plugin     = "org.agentos.test.mcp.plugin/agent-plugin"
+	EchoTool   = "mcp__mcptest__test__echo"
 	runtimeLog = "/data/agentos/supervisor/runtime.log"
 	modelKey   = "/data/agentos/runtime/model.key"
 )
