@@ -157,7 +157,7 @@ func (a Action) steps() []any {
 		switch a.Scope {
 		case ScopeEcho:
 			out = append(out, check(name("scopeNeverWidens"),
-				om{{"saved", save}, {"path", ".r.p.toolCalls[*].tool"}, {"all", om{{"eq", EchoTool}}}}))
+				om{{"saved", save}, {"path", ".r.p.toolCalls[*].tool"}, {"all", om{{"in", []any{"echo", EchoTool}}}}}))
 		case ScopeNo:
 			out = append(out, check(name("scopeNeverWidens"), om{{"saved", save}, {"path", ".r.p.toolCalls"}, {"len", 0}}))
 		}
@@ -192,7 +192,7 @@ func (a Action) steps() []any {
 			om{{"callers", om{{"revoke", CallerA}}}},
 			activeTasks(CallerA, 0, name("revokedHasNoTask")+".task"),
 			om{{"await", save}},
-			check(name("revokedHasNoTask")+".result", om{{"saved", save}, {"path", ".r.p.stopReason"}, {"exists", false}}),
+			check(name("revokedHasNoTask")+".result", om{{"saved", save}, {"path", ".r.p.stopReason"}, {"ne", "end_turn"}}),
 			om{{"callers", om{{"allow", CallerA}}}},
 		}
 	case ConsentTimeout:
@@ -249,6 +249,8 @@ func (a Action) steps() []any {
 				om{{"prompt", om{{"session", "s"}, {"text", text(id)}, {"as", "p"}}}},
 			}}}}, {"save", save}, {"timeout", "90s"}},
 			om{{"kill", "runtime"}},
+			// An idle runtime killed is left dead until kicked: restart
+			// kicks the supervisor.
 			om{{"restart", "runtime"}},
 			waitEcho(),
 			om{{"caller", om{{"app", CallerA}, {"plan", []any{
@@ -271,7 +273,7 @@ func (a Action) steps() []any {
 				"connect",
 				om{{"load", om{{"id", "${" + save + ".r.s.sessionId}"}, {"as", "l"}}}},
 			}}}}, {"save", save + "b"}, {"timeout", "60s"}},
-			check(name("noCrossAppData"), om{{"saved", save + "b"}, {"path", ".r.l.sessionId"}, {"exists", false}}),
+			check(name("noCrossAppData"), om{{"saved", save + "b"}, {"path", ".r.l.error.code"}, {"eq", "SESSION_NOT_FOUND"}}),
 		}
 	case ModelKey:
 		return []any{
