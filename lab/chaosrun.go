@@ -53,6 +53,9 @@ type ChaosResult struct {
 	// invariant (a refusal, a timeout): reported, never shrunk.
 	StepFailures []ChaosStepFailure `json:"stepFailures"`
 	Violations   []ChaosViolation   `json:"violations"`
+	// LabFaults are sequences the lab lost (a device went away): neither
+	// a pass nor a failure.
+	LabFaults int `json:"labFaults"`
 	// Faults are the faults run (with Faults): each one's violation, if
 	// chaos found one.
 	Faults     []ChaosFault `json:"faults,omitempty"`
@@ -214,6 +217,7 @@ type outcome struct {
 	invariant, check, detail string
 	step                     int
 	failed                   bool // failed on a step, not an invariant
+	labFault                 bool // the lab lost it (verdict error)
 }
 
 // round runs sequences against the current fault until the budget is
@@ -255,6 +259,9 @@ func (c *chaosRun) round(ctx context.Context, fault string) error {
 					fr.Found, fr.Invariant, fr.ShrunkTo, fr.File = true, v.Invariant, len(v.Shrunk), v.File
 					return nil
 				}
+			case out.labFault:
+				c.res.LabFaults++
+				progressf(c.r.o, "chaos: seed %d lost to a lab fault: %s", seeds[i], out.detail)
 			case out.failed:
 				c.res.StepFailures = append(c.res.StepFailures, ChaosStepFailure{Fault: fault, Seed: seeds[i], Check: out.check, Detail: out.detail})
 				progressf(c.r.o, "chaos: seed %d failed on a step, not an invariant: %s: %s", seeds[i], out.check, out.detail)
@@ -323,7 +330,11 @@ func (c *chaosRun) judge(s reports.Scenario) outcome {
 			stepFail = &s.Checks[i]
 		}
 	}
-	if out.invariant == "" && (stepFail != nil || s.Verdict == reports.VerdictFail || s.Verdict == reports.VerdictError) {
+	if out.invariant == "" && s.Verdict == reports.VerdictError {
+		out.labFault, out.detail = true, s.Reason
+		return out
+	}
+	if out.invariant == "" && (stepFail != nil || s.Verdict == reports.VerdictFail) {
 		out.failed = true
 		out.check, out.detail = string(s.Verdict), s.Reason
 		if stepFail != nil {

@@ -101,7 +101,11 @@ var weights = []struct {
 	w int
 }{
 	{Prompt, 8}, {Cancel, 2}, {Revoke, 2}, {ConsentTimeout, 2}, {ConsentUnoffered, 2}, {Busy, 2},
-	{PluginDisable, 1}, {ProviderKill, 1}, {Kill9, 1}, {Reboot, 1}, {CrossApp, 2}, {ModelKey, 1},
+	{PluginDisable, 1}, {ProviderKill, 1}, {Kill9, 1}, {CrossApp, 2}, {ModelKey, 1},
+	// A reboot is drawn only when asked for (Generate's kinds): an
+	// attempt that loses its device mid-reboot is a lab fault whose
+	// retry on another device cannot replay the sequence.
+	{Reboot, 0},
 }
 
 // Kinds are every kind, in weight order.
@@ -150,13 +154,17 @@ func (a Action) String() string {
 }
 
 // Generate draws n actions from seed. kinds, when not empty, limits the
-// draw to those kinds.
+// draw to those kinds (each drawn at least once in a while, reboot too).
 func Generate(seed int64, n int, kinds []Kind) []Action {
 	r := rand.New(rand.NewPCG(uint64(seed), 0x6368616f73))
 	var pool []Kind
 	for _, w := range weights {
 		if len(kinds) == 0 || slices.Contains(kinds, w.k) {
-			for range w.w {
+			n := w.w
+			if len(kinds) > 0 {
+				n = max(n, 1)
+			}
+			for range n {
 				pool = append(pool, w.k)
 			}
 		}

@@ -105,16 +105,18 @@ func check(name string, cond om) om {
 	return om{{"check", append(om{{"name", name}}, cond...)}}
 }
 
-// terminal is oneTerminalState for the caller prompt at path in save.
+// terminal is oneTerminalState for the caller prompt at path in save: a
+// stop reason and no error, or an error and no stop reason (the client
+// reports an empty one).
 func terminal(id int, save, path string) om {
 	stop, errp := path+".stopReason", path+".error"
 	return check(fmt.Sprintf("oneTerminalState@%d", id), om{{"any_of", []any{
 		om{{"all_of", []any{
-			om{{"saved", save}, {"path", stop}, {"exists", true}},
+			om{{"saved", save}, {"path", stop}, {"matches", ".+"}},
 			om{{"saved", save}, {"path", errp}, {"exists", false}},
 		}}},
 		om{{"all_of", []any{
-			om{{"saved", save}, {"path", stop}, {"exists", false}},
+			om{{"saved", save}, {"path", stop}, {"not", om{{"matches", ".+"}}}},
 			om{{"saved", save}, {"path", errp}, {"exists", true}},
 		}}},
 	}}})

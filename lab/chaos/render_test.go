@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,7 +75,9 @@ func TestGenerateIsDeterministic(t *testing.T) {
 			kinds[x.Kind] = true
 		}
 	}
-	assert.Len(t, kinds, len(Kinds()), "the seeds draw every kind")
+	assert.Len(t, kinds, len(Kinds())-1, "the seeds draw every kind but reboot")
+	assert.NotContains(t, kinds, Reboot, "reboot only when asked for")
+	assert.True(t, slices.ContainsFunc(Generate(1, 20, []Kind{Reboot, Prompt}), func(a Action) bool { return a.Kind == Reboot }), "asked for")
 	for _, x := range Generate(3, 20, []Kind{Busy, Revoke}) {
 		assert.Contains(t, []Kind{Busy, Revoke}, x.Kind)
 	}
