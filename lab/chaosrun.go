@@ -279,7 +279,7 @@ func (c *chaosRun) runBatch(ctx context.Context, seeds []int64, seqs [][]chaos.A
 	names := make([]string, len(seqs))
 	for i, seq := range seqs {
 		names[i] = fmt.Sprintf("chaos/b%d-%d-seed-%d", c.batch, i, seeds[i])
-		doc := chaos.Scenario(names[i], seeds[i], seq, "A chaos sequence.")
+		doc := chaos.Scenario(chaos.Spec{Name: names[i], Seed: seeds[i], Description: "A chaos sequence."}, seq)
 		file := filepath.Join(c.suite, fmt.Sprintf("b%d-%d.yaml", c.batch, i))
 		if err := os.WriteFile(file, doc, 0o644); err != nil {
 			return nil, err
@@ -406,7 +406,11 @@ func (c *chaosRun) shrink(ctx context.Context, fault string, seed int64, seq []c
 	}
 	desc += fmt.Sprintf(") and shrunk from %d to %d steps: it fails on the invariant %s (%s), at check %s.",
 		len(seq), len(shrunk), out.invariant, promise(out.invariant), out.check)
-	doc := chaos.Scenario(name, seed, shrunk, desc)
+	sp := chaos.Spec{Name: name, Seed: seed, Description: desc}
+	if fault != "" {
+		sp.Fault, sp.FaultFile = fault, FaultFile
+	}
+	doc := chaos.Scenario(sp, shrunk)
 	v.File = filepath.ToSlash(filepath.Join("chaos", filepath.Base(name)+".yaml"))
 	dst := filepath.Join(c.r.out, filepath.FromSlash(v.File))
 	if _, err := scenario.Parse(doc, dst, nil); err != nil {

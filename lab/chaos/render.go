@@ -20,11 +20,32 @@ const (
 	modelKey   = "/data/agentos/runtime/model.key"
 )
 
-// Scenario writes seq as a scenario file named name whose model is the
-// chaos model of seed. Every action's steps are followed by its
-// invariants' checks, named "<invariant>@<action id>", and by the check
-// that no revoked caller has a running task.
-func Scenario(name string, seed int64, seq []Action, description string) []byte {
+// Spec says what a sequence's scenario is besides its actions.
+type Spec struct {
+	Name        string
+	Seed        int64
+	Description string
+	// Fault, with FaultFile, makes the scenario's first setup step write
+	// the fault into the fault-injection runtime's fault file (which the
+	// product runtime ignores): a shrunk violation found under a fault
+	// fails again when run on that build.
+	Fault, FaultFile string
+}
+
+// Scenario writes seq as a scenario file whose model is the chaos model
+// of sp.Seed. Every action's steps are followed by its invariants'
+// checks, named "<invariant>@<action id>", and by the check that no
+// revoked caller has a running task.
+func Scenario(sp Spec, seq []Action) []byte {
+	name, seed, description := sp.Name, sp.Seed, sp.Description
+	su := setup()
+	if sp.Fault != "" {
+		su = append([]any{
+			om{{"run", om{{"shell", "echo " + sp.Fault + " > " + sp.FaultFile + " && chmod 0644 " + sp.FaultFile}, {"su", true}}}},
+			// The runtime re-reads the file at most twice a second.
+			om{{"sleep", "1s"}},
+		}, su...)
+	}
 	doc := om{
 		{"name", name},
 		{"description", folded(description)},
@@ -34,7 +55,7 @@ func Scenario(name string, seed int64, seq []Action, description string) []byte 
 		{"timeout", fmt.Sprintf("%dm", 2+len(seq))},
 		{"model", om{{"chaos", om{{"seed", seed}}}}},
 		{"scripts", om{{"working", om{{"steps", []any{om{{"text", "working"}, {"hangAfter", 1}}}}}}}},
-		{"setup", setup()},
+		{"setup", su},
 	}
 	var steps []any
 	for _, a := range seq {

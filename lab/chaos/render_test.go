@@ -27,7 +27,7 @@ func everyKind() []Action {
 
 func TestScenarioIsValid(t *testing.T) {
 	seq := everyKind()
-	doc := Scenario("chaos/every-kind", 42, seq, "Every action once.")
+	doc := Scenario(Spec{Name: "chaos/every-kind", Seed: 42, Description: "Every action once."}, seq)
 	s, err := scenario.Parse(doc, "every-kind.yaml", nil)
 	require.NoError(t, err, "%s", doc)
 	assert.Equal(t, int64(42), s.Model.Chaos.Seed)
@@ -56,12 +56,12 @@ func TestSubsequencesAreValid(t *testing.T) {
 	seq := everyKind()
 	for i := range seq {
 		sub := append(append([]Action{}, seq[:i]...), seq[i+1:]...)
-		_, err := scenario.Parse(Scenario("chaos/sub", 1, sub, "A subsequence."), "sub.yaml", nil)
+		_, err := scenario.Parse(Scenario(Spec{Name: "chaos/sub", Seed: 1, Description: "A subsequence."}, sub), "sub.yaml", nil)
 		require.NoError(t, err, "without %s", seq[i])
-		_, err = scenario.Parse(Scenario("chaos/one", 1, seq[i:i+1], "One action."), "one.yaml", nil)
+		_, err = scenario.Parse(Scenario(Spec{Name: "chaos/one", Seed: 1, Description: "One action."}, seq[i:i+1]), "one.yaml", nil)
 		require.NoError(t, err, "%s alone", seq[i])
 	}
-	_, err := scenario.Parse(Scenario("chaos/empty", 1, nil, "Nothing."), "empty.yaml", nil)
+	_, err := scenario.Parse(Scenario(Spec{Name: "chaos/empty", Seed: 1, Description: "Nothing.", Fault: "scope_widen", FaultFile: "/data/f"}, nil), "empty.yaml", nil)
 	require.NoError(t, err)
 }
 
@@ -89,5 +89,5 @@ func TestInvariantOf(t *testing.T) {
 		got, _ := InvariantOf(check)
 		assert.Equal(t, want, got, check)
 	}
-	assert.True(t, strings.HasPrefix(string(Scenario("a/b", 1, nil, "d")), "# yaml-language-server"))
+	assert.True(t, strings.HasPrefix(string(Scenario(Spec{Name: "a/b", Seed: 1, Description: "d"}, nil)), "# yaml-language-server"))
 }
