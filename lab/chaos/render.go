@@ -208,7 +208,7 @@ func (a Action) steps() []any {
 				om{{"new", om{{"as", "s"}}}},
 				om{{"prompt", om{{"session", "s"}, {"script", "working"}, {"background", true}, {"as", "p"}}}},
 				om{{"wait_text", om{{"prompt", "p"}, {"text", "working"}}}},
-				om{{"wait_closed", om{{"timeout", "20s"}}}},
+				om{{"wait_closed", om{{"timeout", "20s"}, {"as", "closed"}}}},
 				om{{"await", om{{"prompt", "p"}, {"timeout", "20s"}}}},
 			}}}}, {"save", save}, {"background", true}, {"timeout", "60s"}},
 			activeTasks(CallerA, 1, ""),
@@ -216,6 +216,8 @@ func (a Action) steps() []any {
 			activeTasks(CallerA, 0, name("revokedHasNoTask")+".task"),
 			om{{"await", save}},
 			check(name("revokedHasNoTask")+".result", om{{"saved", save}, {"path", ".r.p.stopReason"}, {"ne", "end_turn"}}),
+			// A channel left open could still carry a result.
+			check(name("revokedHasNoTask")+".closed", om{{"saved", save}, {"path", ".r.closed.closed"}, {"eq", true}}),
 			om{{"callers", om{{"allow", CallerA}}}},
 		}
 	case ConsentTimeout:
