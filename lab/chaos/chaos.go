@@ -38,6 +38,7 @@ var Invariants = []Invariant{
 	{"onePromptAtATime", "an app runs one prompt at a time: a second is refused busy"},
 	{"committedSurvives", "nothing committed is lost after kill -9: a session the runtime saved loads after the restart"},
 	{"keyInNoArtifact", "the model key appears in no log or artifact"},
+	{"pairingHolds", "a desktop pairing code pairs one computer once, and the fifth wrong code voids it"},
 }
 
 // InvariantOf is the invariant a check of a chaos scenario belongs to,
@@ -92,6 +93,10 @@ const (
 	CrossApp Kind = "cross-app"
 	// ModelKey: the owner sets the model again; the key must reach no log.
 	ModelKey Kind = "model-key"
+	// Pairing: a computer (a root client, as adbd) pairs over the
+	// desktop socket: five wrong codes, the voided code, a new code used
+	// twice.
+	Pairing Kind = "pairing"
 )
 
 // weights are how often the seed draws each kind: prompts most, a
@@ -101,7 +106,7 @@ var weights = []struct {
 	w int
 }{
 	{Prompt, 8}, {Cancel, 2}, {Revoke, 2}, {ConsentTimeout, 2}, {ConsentUnoffered, 2}, {Busy, 2},
-	{PluginDisable, 1}, {ProviderKill, 1}, {Kill9, 1}, {CrossApp, 2}, {ModelKey, 1},
+	{PluginDisable, 1}, {ProviderKill, 1}, {Kill9, 1}, {CrossApp, 2}, {ModelKey, 1}, {Pairing, 1},
 	// A reboot is drawn only when asked for (Generate's kinds): an
 	// attempt that loses its device mid-reboot is a lab fault whose
 	// retry on another device cannot replay the sequence.

@@ -312,6 +312,32 @@ func (a Action) steps() []any {
 				"sleep 0.3; tail -c +$from " + runtimeLog + " | grep -cF \"$k\" || true"}}}, {"save", save}},
 			check(name("keyInNoArtifact"), om{{"saved", save}, {"path", ".stdout"}, {"matches", `^0\s*$`}}),
 		}
+	case Pairing:
+		pair := func(conn, as, code string) []any {
+			return []any{
+				om{{"raw_connect", om{{"socket", "acp"}, {"as", conn}}}},
+				om{{"raw", om{{"conn", conn}, {"as", as}, {"send", om{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "_org.agentos/pair"},
+					{"params", om{{"version", 1}, {"code", code}, {"label", "agentlab-chaos"}}}}}}}},
+			}
+		}
+		plan := []any{
+			om{{"raw_connect", om{{"socket", "admin"}, {"as", "adm"}}}},
+			om{{"raw", om{{"conn", "adm"}, {"as", "en"}, {"send", om{{"id", 1}, {"method", "desktop.enable"}}}}}},
+		}
+		for i := range 5 {
+			plan = append(plan, pair(fmt.Sprintf("w%d", i), fmt.Sprintf("wrong%d", i), "${wrong:en.code}")...)
+		}
+		plan = append(plan, pair("v", "voided", "${secret:en.code}")...)
+		plan = append(plan, om{{"raw", om{{"conn", "adm"}, {"as", "nc"}, {"send", om{{"id", 2}, {"method", "desktop.code"}}}}}})
+		plan = append(plan, pair("ok", "paired", "${secret:nc.code}")...)
+		plan = append(plan, pair("used", "codeUsed", "${secret:nc.code}")...)
+		plan = append(plan, om{{"raw", om{{"conn", "adm"}, {"as", "off"}, {"send", om{{"id", 3}, {"method", "desktop.disable"}}}}}})
+		reason := ".response.error.data.details.reason"
+		return []any{
+			om{{"caller", om{{"root", true}, {"plan", plan}}}, {"save", save}, {"timeout", "60s"}},
+			check(name("pairingHolds")+".attempts", om{{"saved", save}, {"path", ".r.voided" + reason}, {"eq", "invalid_code"}}),
+			check(name("pairingHolds")+".once", om{{"saved", save}, {"path", ".r.codeUsed" + reason}, {"eq", "invalid_code"}}),
+		}
 	}
 	panic("chaos: unknown action kind " + string(a.Kind))
 }
