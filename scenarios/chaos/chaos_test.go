@@ -1,8 +1,9 @@
 // Package chaos_test is the device test of agentlab chaos: on a runtime
 // built with the agentos_faultinject tag, the chaos sequences break an
-// invariant under each fault below within the test's budget, and the
-// shrinker cuts each violation to a scenario of at most 10 steps that is
-// valid and, run again with the same fault, fails on the same invariant.
+// invariant under each fault below within the test's budget (2 minutes a
+// fault; about 40 seconds each in practice), and the shrinker cuts each
+// violation to a scenario of at most 10 steps that is valid and, run
+// again with the same fault, fails on the same invariant.
 package chaos_test
 
 import (
@@ -37,6 +38,9 @@ var found = map[string]string{
 	"busy_quota_ignored":      "onePromptAtATime",
 	"model_key_logged":        "keyInNoArtifact",
 	"cross_app_session_load":  "noCrossAppData",
+	// The desktop actor: a root client pairing as a computer would.
+	"pairing_attempts_unlimited": "pairingHolds",
+	"pairing_code_reusable":      "pairingHolds",
 }
 
 // labYAML: two virtual devices; chaos brings its own scenarios, so the
@@ -58,7 +62,7 @@ scenarios: [%[1]s/suite]
 func TestChaosFindsAndShrinksFaults(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	agentlab, repo, _ := labtest.Agentlab(t, ctx, "runs agentlab chaos on two virtual devices against seven faults (about 5 minutes)")
+	agentlab, repo, _ := labtest.Agentlab(t, ctx, "runs agentlab chaos on two virtual devices against nine faults (about 6 minutes)")
 	tmp := filepath.Dir(agentlab)
 	require.NoError(t, os.MkdirAll(filepath.Join(tmp, "suite"), 0o755))
 	cfg := filepath.Join(tmp, "lab.yaml")
