@@ -279,7 +279,8 @@ func (c *chaosRun) runBatch(ctx context.Context, seeds []int64, seqs [][]chaos.A
 	names := make([]string, len(seqs))
 	for i, seq := range seqs {
 		names[i] = fmt.Sprintf("chaos/b%d-%d-seed-%d", c.batch, i, seeds[i])
-		doc := chaos.Scenario(chaos.Spec{Name: names[i], Seed: seeds[i], Description: "A chaos sequence."}, seq)
+		doc := chaos.Scenario(chaos.Spec{Name: names[i], Seed: seeds[i], Description: "A chaos sequence.",
+			Callers: fmt.Sprintf("b%dn%d", c.batch, i)}, seq)
 		file := filepath.Join(c.suite, fmt.Sprintf("b%d-%d.yaml", c.batch, i))
 		if err := os.WriteFile(file, doc, 0o644); err != nil {
 			return nil, err
@@ -406,7 +407,7 @@ func (c *chaosRun) shrink(ctx context.Context, fault string, seed int64, seq []c
 	}
 	desc += fmt.Sprintf(") and shrunk from %d to %d steps: it fails on the invariant %s (%s), at check %s.",
 		len(seq), len(shrunk), out.invariant, promise(out.invariant), out.check)
-	sp := chaos.Spec{Name: name, Seed: seed, Description: desc}
+	sp := chaos.Spec{Name: name, Seed: seed, Description: desc, Callers: "saved"}
 	if fault != "" {
 		sp.Fault, sp.FaultFile = fault, FaultFile
 	}

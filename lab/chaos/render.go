@@ -12,12 +12,14 @@ import (
 // second one reaches for the first one's sessions) and the test plugin,
 // whose echo tool is the scoped sessions' one tool.
 const (
-	CallerA    = "org.agentos.test.acp.chaos.a"
-	CallerB    = "org.agentos.test.acp.chaos.b"
-	Plugin     = "org.agentos.test.mcp.plugin/agent-plugin"
-	EchoTool   = "mcp__mcptest__test__echo"
-	runtimeLog = "/data/agentos/supervisor/runtime.log"
-	modelKey   = "/data/agentos/runtime/model.key"
+	// CallerPrefix starts both callers' package names; Spec.Callers ends
+	// them, so every sequence run has callers of its own (an app's hourly
+	// prompt quota would otherwise carry over from run to run).
+	CallerPrefix = "org.agentos.test.acp.chaos."
+	Plugin       = "org.agentos.test.mcp.plugin/agent-plugin"
+	EchoTool     = "mcp__mcptest__test__echo"
+	runtimeLog   = "/data/agentos/supervisor/runtime.log"
+	modelKey     = "/data/agentos/runtime/model.key"
 )
 
 // Spec says what a sequence's scenario is besides its actions.
@@ -25,6 +27,9 @@ type Spec struct {
 	Name        string
 	Seed        int64
 	Description string
+	// Callers names the sequence's two caller apps: CallerPrefix +
+	// Callers + ".a" and ".b" (a package name segment; default "x").
+	Callers string
 	// Fault, with FaultFile, makes the scenario's first setup step write
 	// the fault into the fault-injection runtime's fault file (which the
 	// product runtime ignores): a shrunk violation found under a fault
@@ -38,7 +43,12 @@ type Spec struct {
 // revoked caller has a running task.
 func Scenario(sp Spec, seq []Action) []byte {
 	name, seed, description := sp.Name, sp.Seed, sp.Description
-	su := setup()
+	tag := sp.Callers
+	if tag == "" {
+		tag = "x"
+	}
+	pk := callers{a: CallerPrefix + tag + ".a", b: CallerPrefix + tag + ".b"}
+	su := setup(pk)
 	if sp.Fault != "" {
 		su = append([]any{
 			om{{"run", om{{"shell", "echo " + sp.Fault + " > " + sp.FaultFile + " && chmod 0644 " + sp.FaultFile}, {"su", true}}}},
@@ -59,7 +69,7 @@ func Scenario(sp Spec, seq []Action) []byte {
 	}
 	var steps []any
 	for _, a := range seq {
-		steps = append(steps, a.steps()...)
+		steps = append(steps, a.steps(pk)...)
 		steps = append(steps, check(fmt.Sprintf("revokedHasNoTask@%d", a.ID),
 			om{{"of", "callers"}, {"path", `.callers[?state=="denied"].usage.activeTasks`}, {"all", om{{"eq", 0}}}}))
 	}
@@ -86,14 +96,18 @@ func describeSeq(seq []Action) string {
 	return strings.Join(parts, " ")
 }
 
-func setup() []any {
+// callers are a sequence's two caller apps: a prompts, b reaches for
+// a's sessions.
+type callers struct{ a, b string }
+
+func setup(pk callers) []any {
 	out := []any{
 		om{{"callers", om{{"config", om{}}}}},
 		om{{"plugins", om{{"enable", []any{Plugin}}}}},
 		om{{"tools", om{{"enable", []any{EchoTool}}}}},
 		waitEcho(),
 	}
-	for _, pkg := range []string{CallerA, CallerB} {
+	for _, pkg := range []string{pk.a, pk.b} {
 		out = append(out,
 			om{{"install", om{{"caller", pkg}}}},
 			om{{"caller", om{{"app", pkg}, {"plan", []any{"raw_open"}}}}, {"save", "asked"}},
@@ -155,7 +169,7 @@ func consentMode(allow bool) om {
 // it, so it names the action, not its place in the sequence.
 func text(id int) string { return fmt.Sprintf("chaos action %d", id) }
 
-func (a Action) steps() []any {
+func (a Action) steps(pk callers) []any {
 	id := a.ID
 	save := fmt.Sprintf("a%d", id)
 	name := func(inv string) string { return fmt.Sprintf("%s@%d", inv, id) }
@@ -170,7 +184,7 @@ func (a Action) steps() []any {
 		}
 		out := []any{
 			consentMode(a.Allow),
-			om{{"caller", om{{"app", CallerA}, {"plan", []any{
+			om{{"caller", om{{"app", pk.a}, {"plan", []any{
 				"connect",
 				om{{"new", newSess}},
 				om{{"prompt", om{{"session", "s"}, {"text", text(id)}, {"as", "p"}}}},
@@ -191,7 +205,7 @@ func (a Action) steps() []any {
 		return out
 	case Cancel:
 		return []any{
-			om{{"caller", om{{"app", CallerA}, {"plan", []any{
+			om{{"caller", om{{"app", pk.a}, {"plan", []any{
 				"connect",
 				om{{"new", om{{"as", "s"}}}},
 				om{{"prompt", om{{"session", "s"}, {"script", "working"}, {"background", true}, {"as", "p"}}}},
@@ -203,7 +217,7 @@ func (a Action) steps() []any {
 		}
 	case Revoke:
 		return []any{
-			om{{"caller", om{{"app", CallerA}, {"plan", []any{
+			om{{"caller", om{{"app", pk.a}, {"plan", []any{
 				"connect",
 				om{{"new", om{{"as", "s"}}}},
 				om{{"prompt", om{{"session", "s"}, {"script", "working"}, {"background", true}, {"as", "p"}}}},
@@ -211,20 +225,20 @@ func (a Action) steps() []any {
 				om{{"wait_closed", om{{"timeout", "20s"}, {"as", "closed"}}}},
 				om{{"await", om{{"prompt", "p"}, {"timeout", "20s"}}}},
 			}}}}, {"save", save}, {"background", true}, {"timeout", "60s"}},
-			activeTasks(CallerA, 1, ""),
-			om{{"callers", om{{"revoke", CallerA}}}},
-			activeTasks(CallerA, 0, name("revokedHasNoTask")+".task"),
+			activeTasks(pk.a, 1, ""),
+			om{{"callers", om{{"revoke", pk.a}}}},
+			activeTasks(pk.a, 0, name("revokedHasNoTask")+".task"),
 			om{{"await", save}},
 			check(name("revokedHasNoTask")+".result", om{{"saved", save}, {"path", ".r.p.stopReason"}, {"ne", "end_turn"}}),
 			// A channel left open could still carry a result.
 			check(name("revokedHasNoTask")+".closed", om{{"saved", save}, {"path", ".r.closed.closed"}, {"eq", true}}),
-			om{{"callers", om{{"allow", CallerA}}}},
+			om{{"callers", om{{"allow", pk.a}}}},
 		}
 	case ConsentTimeout:
 		tool := fmt.Sprintf("chaos_timed_%d", id)
 		return []any{
 			om{{"consent", om{{"mode", "off"}}}},
-			om{{"run", om{{"ctl", []any{"consent", "inject", "--timeout-ms", "3000", "--caller", "app", "--pkg", CallerA, "--tool", tool}}}}, {"save", save}},
+			om{{"run", om{{"ctl", []any{"consent", "inject", "--timeout-ms", "3000", "--caller", "app", "--pkg", pk.a, "--tool", tool}}}}, {"save", save}},
 			om{{"wait", om{
 				{"until", om{{"of", "consent_pending"}, {"path", `[?toolName=="` + tool + `"]`}, {"count", 0}}},
 				{"timeout", "15s"}, {"interval", "200ms"},
@@ -237,7 +251,7 @@ func (a Action) steps() []any {
 		tool := fmt.Sprintf("chaos_high_%d", id)
 		return []any{
 			om{{"consent", om{{"mode", "off"}}}},
-			om{{"run", om{{"ctl", []any{"consent", "inject", "--risk", "high", "--caller", "app", "--pkg", CallerA, "--tool", tool}}}}, {"save", save}},
+			om{{"run", om{{"ctl", []any{"consent", "inject", "--risk", "high", "--caller", "app", "--pkg", pk.a, "--tool", tool}}}}, {"save", save}},
 			om{{"run", om{{"ctl", []any{"consent", "respond", "${" + save + ".json.requestId}", "ALLOW_FOR_SESSION"}}}}},
 			om{{"run", om{{"ctl", []any{"consent", "decision", "${" + save + ".json.requestId}"}}}}, {"save", save + "d"}},
 			check(name("consentAnswered"), om{{"saved", save + "d"}, {"path", ".json.decision"}, {"eq", "deny:user"}}),
@@ -245,7 +259,7 @@ func (a Action) steps() []any {
 		}
 	case Busy:
 		return []any{
-			om{{"caller", om{{"app", CallerA}, {"plan", []any{
+			om{{"caller", om{{"app", pk.a}, {"plan", []any{
 				"connect",
 				om{{"new", om{{"as", "s1"}}}},
 				om{{"prompt", om{{"session", "s1"}, {"script", "working"}, {"background", true}, {"cancel_after", "20s"}, {"as", "p1"}}}},
@@ -268,7 +282,7 @@ func (a Action) steps() []any {
 	case Kill9:
 		return []any{
 			consentMode(false),
-			om{{"caller", om{{"app", CallerA}, {"plan", []any{
+			om{{"caller", om{{"app", pk.a}, {"plan", []any{
 				"connect",
 				om{{"new", om{{"as", "s"}}}},
 				om{{"prompt", om{{"session", "s"}, {"text", text(id)}, {"as", "p"}}}},
@@ -278,7 +292,7 @@ func (a Action) steps() []any {
 			// kicks the supervisor.
 			om{{"restart", "runtime"}},
 			waitEcho(),
-			om{{"caller", om{{"app", CallerA}, {"plan", []any{
+			om{{"caller", om{{"app", pk.a}, {"plan", []any{
 				om{{"connect", om{{"max_wait", "30s"}}}},
 				om{{"load", om{{"id", "${" + save + ".r.s.sessionId}"}, {"as", "l"}}}},
 			}}}}, {"save", save + "l"}, {"timeout", "60s"}},
@@ -289,12 +303,12 @@ func (a Action) steps() []any {
 	case CrossApp:
 		return []any{
 			consentMode(false),
-			om{{"caller", om{{"app", CallerA}, {"plan", []any{
+			om{{"caller", om{{"app", pk.a}, {"plan", []any{
 				"connect",
 				om{{"new", om{{"as", "s"}}}},
 				om{{"prompt", om{{"session", "s"}, {"text", text(id)}, {"as", "p"}}}},
 			}}}}, {"save", save}, {"timeout", "90s"}},
-			om{{"caller", om{{"app", CallerB}, {"plan", []any{
+			om{{"caller", om{{"app", pk.b}, {"plan", []any{
 				"connect",
 				om{{"load", om{{"id", "${" + save + ".r.s.sessionId}"}, {"as", "l"}}}},
 			}}}}, {"save", save + "b"}, {"timeout", "60s"}},

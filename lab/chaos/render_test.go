@@ -52,6 +52,14 @@ func TestScenarioIsValid(t *testing.T) {
 	}
 }
 
+func TestCallersPerRun(t *testing.T) {
+	a := string(Scenario(Spec{Name: "a/b", Seed: 1, Description: "d", Callers: "b1n0"}, everyKind()))
+	b := string(Scenario(Spec{Name: "a/b", Seed: 1, Description: "d", Callers: "b2n1"}, everyKind()))
+	assert.Contains(t, a, CallerPrefix+"b1n0.a")
+	assert.Contains(t, a, CallerPrefix+"b1n0.b")
+	assert.NotContains(t, b, CallerPrefix+"b1n0.", "another run, other apps: no quota carries over")
+}
+
 func TestSubsequencesAreValid(t *testing.T) {
 	seq := everyKind()
 	for i := range seq {
