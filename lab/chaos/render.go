@@ -20,6 +20,8 @@ const (
 	EchoTool     = "mcp__mcptest__test__echo"
 	runtimeLog   = "/data/agentos/supervisor/runtime.log"
 	modelKey     = "/data/agentos/runtime/model.key"
+	safeMarker   = "/data/agentos/safe_mode"
+	moduleAction = "/data/adb/modules/agentos/action.sh"
 )
 
 // Spec says what a sequence's scenario is besides its actions.
@@ -100,13 +102,30 @@ func describeSeq(seq []Action) string {
 // a's sessions.
 type callers struct{ a, b string }
 
+// leaveSafeMode takes the runtime out of safe mode if it is in it: five
+// runtime deaths in ten minutes (kill -9 is one) are a crash loop, which
+// the supervisor answers with safe mode, refusing every prompt; a
+// sequence starts, and goes on after a kill, with a runtime that serves.
+func leaveSafeMode() []any {
+	return []any{
+		om{{"run", om{{"su", true}, {"shell", "if [ -e " + safeMarker + " ]; then sh " + moduleAction + "; fi"}}}},
+		om{{"wait", om{
+			{"until", om{{"all_of", []any{
+				om{{"of", "status"}, {"path", ".supervisor.state"}, {"eq", "ok"}},
+				om{{"of", "status"}, {"path", ".safeMode"}, {"eq", false}},
+			}}}},
+			{"timeout", "30s"}, {"interval", "200ms"},
+		}}},
+	}
+}
+
 func setup(pk callers) []any {
-	out := []any{
+	out := append(leaveSafeMode(),
 		om{{"callers", om{{"config", om{}}}}},
 		om{{"plugins", om{{"enable", []any{Plugin}}}}},
 		om{{"tools", om{{"enable", []any{EchoTool}}}}},
 		waitEcho(),
-	}
+	)
 	for _, pkg := range []string{pk.a, pk.b} {
 		out = append(out,
 			om{{"install", om{{"caller", pkg}}}},
@@ -280,7 +299,7 @@ func (a Action) steps(pk callers) []any {
 	case ProviderKill:
 		return []any{om{{"kill", "mcptest"}}}
 	case Kill9:
-		return []any{
+		return append([]any{
 			consentMode(false),
 			om{{"caller", om{{"app", pk.a}, {"plan", []any{
 				"connect",
@@ -291,13 +310,13 @@ func (a Action) steps(pk callers) []any {
 			// An idle runtime killed is left dead until kicked: restart
 			// kicks the supervisor.
 			om{{"restart", "runtime"}},
-			waitEcho(),
+		}, append(leaveSafeMode(), waitEcho(),
 			om{{"caller", om{{"app", pk.a}, {"plan", []any{
 				om{{"connect", om{{"max_wait", "30s"}}}},
 				om{{"load", om{{"id", "${" + save + ".r.s.sessionId}"}, {"as", "l"}}}},
 			}}}}, {"save", save + "l"}, {"timeout", "60s"}},
 			check(name("committedSurvives"), om{{"saved", save + "l"}, {"path", ".r.l.historyText"}, {"contains", text(id)}}),
-		}
+		)...)
 	case Reboot:
 		return []any{om{{"reboot", true}}, waitEcho()}
 	case CrossApp:
