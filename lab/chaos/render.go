@@ -22,6 +22,7 @@ const (
 	modelKey     = "/data/agentos/runtime/model.key"
 	safeMarker   = "/data/agentos/safe_mode"
 	moduleAction = "/data/adb/modules/agentos/action.sh"
+	ctl          = "/data/adb/modules/agentos/bin/agentosd ctl"
 )
 
 // Spec says what a sequence's scenario is besides its actions.
@@ -75,8 +76,10 @@ func Scenario(sp Spec, seq []Action) []byte {
 		steps = append(steps, check(fmt.Sprintf("revokedHasNoTask@%d", a.ID),
 			om{{"of", "callers"}, {"path", `.callers[?state=="denied"].usage.activeTasks`}, {"all", om{{"eq", 0}}}}))
 	}
-	if len(steps) == 0 {
-		steps = []any{om{{"sleep", "1ms"}}}
+	// The callers leave the registry, whose table of apps is bounded
+	// (allowed entries are never evicted).
+	for _, pkg := range []string{pk.a, pk.b} {
+		steps = append(steps, om{{"callers", om{{"remove", pkg}}}, {"allow_error", true}})
 	}
 	doc = append(doc, kv{"steps", steps})
 	var b bytes.Buffer
@@ -121,6 +124,11 @@ func leaveSafeMode() []any {
 
 func setup(pk callers) []any {
 	out := append(leaveSafeMode(),
+		// Callers an earlier sequence left (it failed before its last
+		// steps) leave the registry, whose table of apps is bounded.
+		om{{"run", om{{"su", true}, {"shell", ctl + " --json callers list | grep -o '\"packageName\": *\"" +
+			strings.ReplaceAll(CallerPrefix, ".", "\\.") + "[^\"]*' | cut -d'\"' -f4 | " +
+			"while read p; do " + ctl + " callers remove \"$p\" >/dev/null 2>&1; done; true"}}}},
 		om{{"callers", om{{"config", om{}}}}},
 		om{{"plugins", om{{"enable", []any{Plugin}}}}},
 		om{{"tools", om{{"enable", []any{EchoTool}}}}},
