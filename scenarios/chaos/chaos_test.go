@@ -33,6 +33,7 @@ import (
 var found = map[string]string{
 	"scope_widen":             "scopeNeverWidens",
 	"revoke_keeps_tasks":      "revokedHasNoTask",
+	"revoke_leaves_connected": "revokedHasNoTask",
 	"consent_timeout_allows":  "consentAnswered",
 	"unoffered_answer_allows": "consentAnswered",
 	"busy_quota_ignored":      "onePromptAtATime",
@@ -62,7 +63,7 @@ scenarios: [%[1]s/suite]
 func TestChaosFindsAndShrinksFaults(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	agentlab, repo, _ := labtest.Agentlab(t, ctx, "runs agentlab chaos on two virtual devices against nine faults (about 6 minutes)")
+	agentlab, repo, _ := labtest.Agentlab(t, ctx, "runs agentlab chaos on two virtual devices against ten faults (about 6 minutes)")
 	tmp := filepath.Dir(agentlab)
 	require.NoError(t, os.MkdirAll(filepath.Join(tmp, "suite"), 0o755))
 	cfg := filepath.Join(tmp, "lab.yaml")
