@@ -407,9 +407,12 @@ func (c *chaosRun) shrink(ctx context.Context, fault string, seed int64, seq []c
 	}
 	desc += fmt.Sprintf(") and shrunk from %d to %d steps: it fails on the invariant %s (%s), at check %s.",
 		len(seq), len(shrunk), out.invariant, promise(out.invariant), out.check)
-	sp := chaos.Spec{Name: name, Seed: seed, Description: desc, Callers: "saved"}
+	// Callers of its own: saved scenarios run one after another on a
+	// device must not share apps (a fault's leftovers would reach the next).
+	sp := chaos.Spec{Name: name, Seed: seed, Description: desc, Callers: fmt.Sprintf("s%d_%s", max(seed, -seed), strings.ToLower(out.invariant))}
 	if fault != "" {
 		sp.Fault, sp.FaultFile = fault, FaultFile
+		sp.Callers = fault
 	}
 	doc := chaos.Scenario(sp, shrunk)
 	v.File = filepath.ToSlash(filepath.Join("chaos", filepath.Base(name)+".yaml"))
