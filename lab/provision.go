@@ -79,6 +79,9 @@ func newProvisioning(cfg *config.Config, o *Options, po *ProvisionOptions) (*pro
 	p.site = site
 	p.base.Site = &provision.Site{Port: site.Port()}
 	so := &modelstub.Options{Logger: o.Logger}
+	if cfg.Model.Mode == config.ModelChaos {
+		so.Chaos = &modelstub.Chaos{Seed: cfg.Model.Seed}
+	}
 	if cfg.Model.Live() {
 		key, err := cfg.Model.Key(o.LookupEnv)
 		if err != nil {

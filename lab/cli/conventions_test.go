@@ -188,3 +188,23 @@ func TestMutateUsage(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list))
 	assert.Len(t, list, len(faults.All))
 }
+
+// TestChaosUsage: a bad budget, action or fault is a usage error (exit 2)
+// named before any device starts.
+func TestChaosUsage(t *testing.T) {
+	cfg, out := suiteConfig(t, twoScenarios)
+	for args, want := range map[string]string{
+		"--budget=0":            "--budget must be positive",
+		"--action=prompt,dance": `"dance" is no chaos action`,
+		"--fault=no_such_fault": `"no_such_fault" is no fault`,
+	} {
+		r := runCLI(t, "--config", cfg, "--out", out, "chaos", args)
+		assert.Equal(t, 2, r.code, "%s: %s", args, r.stderr)
+		assert.Contains(t, r.stderr, want, args)
+	}
+	r := runCLI(t, "chaos", "--help")
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, inv := range []string{"consentAnswered", "scopeNeverWidens", "committedSurvives", "keyInNoArtifact"} {
+		assert.Contains(t, r.stdout, inv, "--help names every invariant")
+	}
+}

@@ -267,6 +267,7 @@ func newRoot(a *app) *cobra.Command {
 	root.AddCommand(
 		newBridgeCmd(a),
 		newBuildCmd(a),
+		newChaosCmd(a),
 		newCompletionCmd(a),
 		newConsoleCmd(a),
 		newDevicesCmd(a),

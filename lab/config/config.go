@@ -189,6 +189,10 @@ const (
 	// the lab's stub, which forwards every request and records the
 	// answers as a model script per attempt (agentlab replay).
 	ModelRecord = "record"
+	// ModelChaos runs on the stub, whose chaos model answers every
+	// scenario that has no script of its own with tool calls generated
+	// from the seed (agentlab chaos).
+	ModelChaos = "chaos"
 
 	ProviderOpenAI    = "openai"
 	ProviderAnthropic = "anthropic"
@@ -198,9 +202,12 @@ const (
 // live provider, or a live provider recorded through the stub. A lab.yaml
 // may write "model: stub" or "model: live" as a shorthand for the mode.
 type Model struct {
-	// Mode is stub, live or record (live through the stub, which records
-	// every answer; the live settings below apply).
+	// Mode is stub, live, record (live through the stub, which records
+	// every answer; the live settings below apply) or chaos (the stub's
+	// chaos model, drawn from seed).
 	Mode string `yaml:"mode" json:"mode"`
+	// Seed is the chaos model's seed; chaos only.
+	Seed int64 `yaml:"seed" json:"seed,omitempty"`
 	// Provider is openai (any OpenAI-compatible Chat Completions
 	// endpoint) or anthropic; live and record only.
 	Provider string `yaml:"provider" json:"provider,omitempty"`
@@ -213,6 +220,10 @@ type Model struct {
 	// only. The key itself is never in lab.yaml.
 	KeyEnv string `yaml:"keyEnv" json:"keyEnv,omitempty"`
 }
+
+// Stubbed reports whether the lab's stub answers from a script or the
+// chaos model (no live provider): mode stub or chaos.
+func (m Model) Stubbed() bool { return m.Mode == ModelStub || m.Mode == ModelChaos }
 
 // Live reports whether a live provider answers: mode live or record.
 func (m Model) Live() bool { return m.Mode == ModelLive || m.Mode == ModelRecord }

@@ -171,7 +171,9 @@ func TestBadFields(t *testing.T) {
 		{"pool abi", "pools:\n  - name: a\n    abi: mips\n", `lab.yaml:3:5: pools[0].abi: must be one of x86_64, arm64-v8a, got "mips"`},
 		{"pool api range", "pools:\n  - name: a\n    api: {min: 36, max: 35}\n", `lab.yaml:3:5: pools[0].api: min 36 is above max 35`},
 		{"pool root", "pools:\n  - name: a\n    rootMethods: [magisk, apatch]\n", `lab.yaml:3:27: pools[0].rootMethods[1]: must be one of`},
-		{"model mode", "model: remote\n", `lab.yaml:1:1: model.mode: must be stub, live or record, got "remote"`},
+		{"model mode", "model: remote\n", `lab.yaml:1:1: model.mode: must be stub, live, record or chaos, got "remote"`},
+		{"model stub with seed", "model:\n  mode: stub\n  seed: 3\n", `lab.yaml:3:3: model.seed: only for mode chaos`},
+		{"model chaos with provider", "model:\n  mode: chaos\n  provider: openai\n", `lab.yaml:3:3: model.provider: only for mode live`},
 		{"model stub with provider", "model:\n  mode: stub\n  provider: openai\n", `lab.yaml:3:3: model.provider: only for mode live`},
 		{"model record provider", "model:\n  mode: record\n  model: m\n  keyEnv: K\n", `lab.yaml:1:1: model.provider: must be openai or anthropic`},
 		{"model live provider", "model:\n  mode: live\n  provider: gemini\n  model: m\n  keyEnv: K\n", `lab.yaml:3:3: model.provider: must be openai or anthropic, got "gemini"`},
@@ -331,6 +333,17 @@ func TestModelRecord(t *testing.T) {
 	k, err := c.Model.Key(func(n string) (string, bool) { return "sk-rec", n == "LAB_KEY" })
 	require.NoError(t, err)
 	assert.Equal(t, "sk-rec", k)
+}
+
+func TestModelChaos(t *testing.T) {
+	c, err := parseString(t, "model: {mode: chaos, seed: 42}\n", nil)
+	require.NoError(t, err)
+	assert.Equal(t, Model{Mode: ModelChaos, Seed: 42}, c.Model)
+	assert.True(t, c.Model.Stubbed())
+	assert.False(t, c.Model.Live())
+	c, err = parseString(t, "model: chaos\n", nil)
+	require.NoError(t, err)
+	assert.Equal(t, ModelChaos, c.Model.Mode, "the shorthand, seed 0")
 }
 
 func TestModelShorthand(t *testing.T) {

@@ -186,7 +186,7 @@ func decodeDuration(d *strictyaml.Decoder, n *yaml.Node, v reflect.Value, path s
 	v.SetInt(int64(x))
 }
 
-// decodeModel accepts "stub" or "live" as a shorthand for the mode.
+// decodeModel accepts a mode ("stub", "live", "chaos") as a shorthand.
 func decodeModel(d *strictyaml.Decoder, n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind == yaml.ScalarNode && !strictyaml.IsNull(n) {
 		v.Set(reflect.ValueOf(Model{Mode: n.Value}))

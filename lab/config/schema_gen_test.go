@@ -54,7 +54,7 @@ func generateSchema(docs map[string]string) ([]byte, error) {
 			"Pool.name":          func(s *jsonschema.Schema) { s.Pattern = poolName.String() },
 			"Pool.abi":           enumOf(ABIs...),
 			"Pool.rootMethods":   items(enumOf(RootMethods...)),
-			"Model.mode":         enumOf(ModelStub, ModelLive, ModelRecord),
+			"Model.mode":         enumOf(ModelStub, ModelLive, ModelRecord, ModelChaos),
 			"Model.provider":     enumOf(ProviderOpenAI, ProviderAnthropic),
 			"Model.keyEnv":       func(s *jsonschema.Schema) { s.Pattern = envName.String() },
 			"Artifacts.policy":   enumOf(ArtifactsAlways, ArtifactsOnFailure, ArtifactsNever),
@@ -69,8 +69,8 @@ func generateSchema(docs map[string]string) ([]byte, error) {
 			reflect.TypeFor[Emulator]():  func(s *jsonschema.Schema) { s.MinProperties, s.MaxProperties = &one, &one },
 			reflect.TypeFor[Model](): func(s *jsonschema.Schema) {
 				obj := *s
-				*s = jsonschema.Schema{Description: "stub (default), live, or record (live through the stub, recording every answer); " +
-					"a live model's key comes from the environment variable keyEnv names, never from this file.", AnyOf: []*jsonschema.Schema{{Type: "string", Enum: []any{ModelStub, ModelLive, ModelRecord}}, &obj}}
+				*s = jsonschema.Schema{Description: "stub (default), live, record (live through the stub, recording every answer) or chaos (the stub's chaos model, from seed); " +
+					"a live model's key comes from the environment variable keyEnv names, never from this file.", AnyOf: []*jsonschema.Schema{{Type: "string", Enum: []any{ModelStub, ModelLive, ModelRecord, ModelChaos}}, &obj}}
 			},
 		},
 	})

@@ -221,13 +221,19 @@ func (c *Config) validate(dec *strictyaml.Decoder) {
 
 	m := c.Model
 	switch m.Mode {
-	case ModelStub:
+	case ModelStub, ModelChaos:
 		for field, v := range map[string]string{"provider": m.Provider, "baseUrl": m.BaseURL, "model": m.Name, "keyEnv": m.KeyEnv} {
 			if v != "" {
 				bad("model."+field, "only for mode live or record (the stub needs no %s)", field)
 			}
 		}
+		if m.Mode == ModelStub && m.Seed != 0 {
+			bad("model.seed", "only for mode chaos")
+		}
 	case ModelLive, ModelRecord:
+		if m.Seed != 0 {
+			bad("model.seed", "only for mode chaos")
+		}
 		if m.Provider != ProviderOpenAI && m.Provider != ProviderAnthropic {
 			bad("model.provider", "must be openai or anthropic, got %q", m.Provider)
 		}
@@ -245,7 +251,7 @@ func (c *Config) validate(dec *strictyaml.Decoder) {
 			}
 		}
 	default:
-		bad("model.mode", "must be stub, live or record, got %q", m.Mode)
+		bad("model.mode", "must be stub, live, record or chaos, got %q", m.Mode)
 	}
 
 	if c.Parallelism < 0 || c.Parallelism > MaxParallelism {

@@ -118,6 +118,9 @@ type Options struct {
 	// requests are forwarded to this live provider instead of answered
 	// from a script, and the answers are kept for Recording.
 	Upstream *Upstream
+	// Chaos, when set, answers every token bound with no script (lab.yaml
+	// model mode chaos); a token bound to a script keeps its script.
+	Chaos *Chaos
 }
 
 // Stub is a running model stub. Its methods are safe for concurrent use.
@@ -127,6 +130,7 @@ type Stub struct {
 	log      *slog.Logger
 	maxRec   int
 	upstream *Upstream
+	chaos    *Chaos
 
 	base   context.Context // request contexts; cancelled by Close
 	cancel context.CancelFunc
@@ -139,6 +143,7 @@ type Stub struct {
 
 type binding struct {
 	script   *script.Script
+	chaos    *Chaos // answers instead of script when set
 	requests []Recorded
 	dropped  int
 	rec      *recording // recorder stubs only
@@ -169,7 +174,7 @@ func Start(opts *Options) (*Stub, error) {
 		return nil, fmt.Errorf("model stub: %w", err)
 	}
 	base, cancel := context.WithCancel(context.Background())
-	s := &Stub{ln: ln, log: log, maxRec: o.MaxRecorded, upstream: o.Upstream, base: base, cancel: cancel,
+	s := &Stub{ln: ln, log: log, maxRec: o.MaxRecorded, upstream: o.Upstream, chaos: o.Chaos, base: base, cancel: cancel,
 		done: make(chan struct{}), bindings: map[string]*binding{}}
 	s.srv = &http.Server{
 		Handler:           s,
@@ -265,10 +270,25 @@ func (s *Stub) Bind(token string, sc *script.Script) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b := &binding{script: sc}
+	if sc == nil {
+		b.chaos = s.chaos
+	}
 	if s.upstream != nil {
 		b.rec = &recording{steps: map[recKey]*recStep{}}
 	}
 	s.bindings[token] = b
+	return nil
+}
+
+// BindChaos makes the chaos model c answer the requests of token, as Bind
+// does a script.
+func (s *Stub) BindChaos(token string, c *Chaos) error {
+	if !validToken(token) {
+		return fmt.Errorf("model stub: bind %q: %w", token, ErrBadToken)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bindings[token] = &binding{chaos: c}
 	return nil
 }
 
@@ -293,13 +313,21 @@ func (s *Stub) Requests(token string) ([]Recorded, int) {
 	return out, b.dropped
 }
 
-// lookup returns token's script.
-func (s *Stub) lookup(token string) (*script.Script, bool) {
+// responder answers a token's requests: its script or the chaos model.
+type responder interface {
+	Respond(*model.Request) (script.Response, error)
+}
+
+// lookup returns what answers token.
+func (s *Stub) lookup(token string) (responder, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b, ok := s.bindings[token]
 	if !ok {
 		return nil, false
+	}
+	if b.chaos != nil {
+		return b.chaos, true
 	}
 	return b.script, true
 }

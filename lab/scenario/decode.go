@@ -134,7 +134,7 @@ func decodeModel(d *strictyaml.Decoder, n *yaml.Node, v reflect.Value, path stri
 	m := v.Addr().Interface().(*Model)
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
 		if n.Value != ModelLive {
-			d.Addf(n, path, "want live, or a mapping with script or file, got %s", strictyaml.Describe(n))
+			d.Addf(n, path, "want live, or a mapping with script, file or chaos, got %s", strictyaml.Describe(n))
 			return
 		}
 		m.Live = true

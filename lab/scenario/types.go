@@ -124,9 +124,19 @@ type Model struct {
 	Script *ModelScript `yaml:"script"`
 	// File is a script file, relative to the scenario file.
 	File string `yaml:"file"`
+	// Chaos: the stub's chaos model answers, drawn from its seed (what
+	// agentlab chaos writes when it saves a failing sequence).
+	Chaos *ModelChaos `yaml:"chaos"`
 
-	// Parsed is the script (nil for live).
+	// Parsed is the script (nil for live and chaos).
 	Parsed *script.Script `yaml:"-"`
+}
+
+// ModelChaos is model.chaos: the chaos model's seed.
+type ModelChaos struct {
+	// Seed draws every tool call and argument; one seed answers the
+	// same prompts the same way.
+	Seed int64 `yaml:"seed"`
 }
 
 // ModelScript is model.script: a script written inline, or the name of

@@ -155,13 +155,13 @@ func (v *validator) needs() {
 func (v *validator) model() {
 	m := v.s.Model
 	set := 0
-	for _, b := range []bool{m.Live, m.Script != nil, m.File != ""} {
+	for _, b := range []bool{m.Live, m.Script != nil, m.File != "", m.Chaos != nil} {
 		if b {
 			set++
 		}
 	}
 	if set != 1 {
-		v.errf("model", "want exactly one of live, script and file")
+		v.errf("model", "want exactly one of live, script, file and chaos")
 		return
 	}
 	if m.Live {
@@ -172,6 +172,9 @@ func (v *validator) model() {
 	}
 	if v.s.Needs.Model == ModelLive {
 		v.errf("needs.model", "a scripted model runs on the stub, so needs.model cannot be live")
+	}
+	if m.Chaos != nil {
+		return
 	}
 	var sc *Script
 	at := "model.script"

@@ -40,6 +40,8 @@ type Stub interface {
 	// Bind makes sc answer the token's requests and forgets its recorded
 	// requests; nil echoes.
 	Bind(token string, sc *script.Script) error
+	// BindChaos makes the chaos model answer the token's requests.
+	BindChaos(token string, c *modelstub.Chaos) error
 	Requests(token string) ([]modelstub.Recorded, int)
 }
 

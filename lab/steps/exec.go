@@ -455,6 +455,10 @@ func (a *attempt) kill(ctx context.Context, t *Target, target string, restart bo
 	case scenario.TargetRuntime:
 		var st runtimectl.Status
 		if err := t.Ctl.Call(ctx, &st, "status"); err != nil {
+			if restart && !IsLabFault(err) {
+				// Not running (killed, and idle, so left dead): start it.
+				return a.waitRuntime(ctx, t, 0)
+			}
 			return err
 		}
 		if st.PID <= 0 {

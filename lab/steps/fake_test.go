@@ -255,7 +255,18 @@ func (f *fakeRuntime) addCard(id, tool, display, risk, pkg string) {
 type fakeStub struct {
 	mu    sync.Mutex
 	bound map[string]*script.Script
+	chaos map[string]int64
 	reqs  []modelstub.Recorded
+}
+
+func (s *fakeStub) BindChaos(token string, c *modelstub.Chaos) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.chaos == nil {
+		s.chaos = map[string]int64{}
+	}
+	s.chaos[token] = c.Seed
+	return nil
 }
 
 func (s *fakeStub) Bind(token string, sc *script.Script) error {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentoslab/agentlab/lab/modelstub"
 	"github.com/agentoslab/agentlab/lab/scenario"
 	"github.com/agentoslab/agentlab/reports"
 	"github.com/agentoslab/agentlab/runtime/model/script"
@@ -203,7 +204,13 @@ func (a *attempt) begin(ctx context.Context) error {
 			if a.sc.Model != nil {
 				sc = a.sc.Model.Parsed
 			}
-			if err := a.env.Stub.Bind(t.StubToken, sc); err != nil {
+			var err error
+			if m := a.sc.Model; m != nil && m.Chaos != nil {
+				err = a.env.Stub.BindChaos(t.StubToken, &modelstub.Chaos{Seed: m.Chaos.Seed})
+			} else {
+				err = a.env.Stub.Bind(t.StubToken, sc)
+			}
+			if err != nil {
 				return labFault("bind the model script", err)
 			}
 		}

@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -145,6 +146,18 @@ checks:
 			})
 		})
 	}
+}
+
+// TestChaosModelBound: a scenario's model: {chaos: {seed}} binds the
+// chaos model with its seed to the device's token, not a script.
+func TestChaosModelBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, stub := env(t, newRuntime(), nil)
+		r := Run(context.Background(), parse(t, "name: t\nmodel: {chaos: {seed: 17}}\nsteps:\n  - sleep: 1ms\n"), e)
+		require.NoError(t, r.Err)
+		assert.Equal(t, map[string]int64{"tok": 17}, stub.chaos)
+		assert.NotContains(t, stub.bound, "tok")
+	})
 }
 
 // TestStepFailure: a failed step is a failed check; the named checks are
@@ -671,4 +684,30 @@ func TestCollectRecording(t *testing.T) {
 	_, err = r.Collect(context.Background())
 	require.NoError(t, err)
 	assert.NoFileExists(t, filepath.Join(e.RunDir, "artifacts/x/attempt-1", RecordingFile))
+}
+
+// TestRestartStartsAKilledRuntime: restart: runtime after kill: runtime
+// (an idle runtime killed is left dead until the supervisor is kicked)
+// kicks the supervisor and waits for the runtime, instead of failing on
+// the status it cannot read.
+func TestRestartStartsAKilledRuntime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := newRuntime()
+		rt.fail["status"] = errors.New("agentosd ctl status: runtime not reachable on the device")
+		var kicks int
+		dev := &fakeDevice{serial: "127.0.0.1:5000", shell: func(cmd string, su bool) (devices.Result, error) {
+			if strings.Contains(cmd, "kill -USR1") {
+				kicks++
+				rt.mu.Lock()
+				delete(rt.fail, "status")
+				rt.mu.Unlock()
+			}
+			return devices.Result{}, nil
+		}}
+		e, _ := env(t, rt, dev)
+		r := Run(context.Background(), parse(t, "name: t\nsteps:\n  - restart: runtime\n"), e)
+		require.NoError(t, r.Err)
+		assert.False(t, r.Failed(), "checks %s", checks(r))
+		assert.Equal(t, 1, kicks, "the supervisor was kicked")
+	})
 }
