@@ -195,7 +195,7 @@ func (tc toolCall) resolve(c conversation, offered map[string]bool, step, i int)
 	if err != nil {
 		return model.ToolCall{}, err
 	}
-	raw, err := marshal(args)
+	raw, err := MarshalArguments(args)
 	if err != nil {
 		return model.ToolCall{}, err
 	}
@@ -218,7 +218,7 @@ func compromised(st step, c conversation, req *model.Request) Response {
 		if c.calledNow[f.name] {
 			continue
 		}
-		raw, err := marshal(f.args)
+		raw, err := MarshalArguments(f.args)
 		if err != nil {
 			raw = json.RawMessage(`{}`)
 		}
@@ -274,9 +274,9 @@ func offeredSet(req *model.Request) map[string]bool {
 	return m
 }
 
-// marshal encodes arguments without HTML escaping, so "<" and "&" reach
-// the tool as written.
-func marshal(v any) (json.RawMessage, error) {
+// MarshalArguments encodes tool-call arguments without HTML escaping, so
+// "<" and "&" reach the tool as written (what a model sends).
+func MarshalArguments(v any) (json.RawMessage, error) {
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

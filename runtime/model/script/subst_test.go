@@ -182,7 +182,7 @@ func FuzzScan(f *testing.F) {
 			if fd.args == nil {
 				t.Fatalf("%q without arguments", fd.name)
 			}
-			if _, err := marshal(fd.args); err != nil {
+			if _, err := MarshalArguments(fd.args); err != nil {
 				t.Fatalf("arguments of %q do not encode: %v", fd.name, err)
 			}
 		}

@@ -18,6 +18,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agentoslab/agentlab/runtime/model/script"
 )
 
 // Kind is what sort of arguments to make.
@@ -75,7 +77,7 @@ func Generate(r *rand.Rand, schema json.RawMessage, k Kind) json.RawMessage {
 	if k == Invalid {
 		g.breakObject(s, v)
 	}
-	b, err := marshal(v)
+	b, err := script.MarshalArguments(v)
 	if err != nil {
 		return json.RawMessage(`{}`)
 	}
@@ -477,15 +479,4 @@ func pick(r *rand.Rand, lo, hi int) int {
 		return lo
 	}
 	return hi
-}
-
-// marshal encodes without HTML escaping, as the script package does.
-func marshal(v any) (json.RawMessage, error) {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return json.RawMessage(strings.TrimSuffix(b.String(), "\n")), nil
 }
