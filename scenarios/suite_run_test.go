@@ -22,15 +22,7 @@ import (
 // whole suite) with a state directory and an output of the test's own, so
 // the run touches nothing outside it.
 const suiteYAML = `stateDir: %[1]s/state
-devices:
-  virtual:
-    count: 2
-    sdk: 35
-    rootMethod: magisk
-model: stub
-timeouts: {scenario: 5m, provision: 3m, health: 30s}
-retries: {attempts: 2, budget: 20, labFaultRequeues: 10}
-artifacts: {policy: on-failure}
+` + labtest.TwoVirtualDevices + `retries: {attempts: 2, budget: 20, labFaultRequeues: 10}
 output: %[1]s/out
 scenarios: [%[2]s]
 `

@@ -47,15 +47,7 @@ var found = map[string]string{
 // labYAML: two virtual devices; chaos brings its own scenarios, so the
 // suite is an empty folder.
 const labYAML = `stateDir: %[1]s/state
-devices:
-  virtual:
-    count: 2
-    sdk: 35
-    rootMethod: magisk
-model: stub
-timeouts: {scenario: 5m, provision: 3m, health: 30s}
-retries: {attempts: 1, labFaultRequeues: 10}
-artifacts: {policy: on-failure}
+` + labtest.TwoVirtualDevices + `retries: {attempts: 1, labFaultRequeues: 10}
 output: %[1]s/out
 scenarios: [%[1]s/suite]
 `
@@ -122,16 +114,8 @@ func TestChaosFindsAndShrinksFaults(t *testing.T) {
 // rerunYAML runs the saved scenarios on the fault-injection build; each
 // writes its own fault into the fault file first.
 const rerunYAML = `stateDir: %[1]s/state
-devices:
-  virtual:
-    count: 2
-    sdk: 35
-    rootMethod: magisk
-model: stub
-build: {tags: [` + lab.FaultTag + `]}
-timeouts: {scenario: 5m, provision: 3m, health: 30s}
+` + labtest.TwoVirtualDevices + `build: {tags: [` + lab.FaultTag + `]}
 retries: {attempts: 1}
-artifacts: {policy: on-failure}
 output: %[1]s/rerun
 scenarios: [%[1]s/saved]
 `

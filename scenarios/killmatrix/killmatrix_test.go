@@ -37,15 +37,7 @@ import (
 // spreads each round's scenarios over them), the stub, the suite, a state
 // directory and an output of the test's own.
 const mutateYAML = `stateDir: %[1]s/state
-devices:
-  virtual:
-    count: 2
-    sdk: 35
-    rootMethod: magisk
-model: stub
-timeouts: {scenario: 5m, provision: 3m, health: 30s}
-retries: {attempts: 2, budget: 20, labFaultRequeues: 10}
-artifacts: {policy: on-failure}
+` + labtest.TwoVirtualDevices + `retries: {attempts: 2, budget: 20, labFaultRequeues: 10}
 output: %[1]s/out
 scenarios: [%[2]s]
 `

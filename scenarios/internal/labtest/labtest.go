@@ -101,3 +101,17 @@ func ReadResults(path string) (map[string]Result, error) {
 	}
 	return out, nil
 }
+
+// TwoVirtualDevices is the device and model part of the long tests'
+// lab.yaml: the default configuration's two virtual devices (API 35,
+// Magisk) and the stub, with its timeouts and artifacts policy. Each test
+// adds its state directory, output, scenarios and retries.
+const TwoVirtualDevices = `devices:
+  virtual:
+    count: 2
+    sdk: 35
+    rootMethod: magisk
+model: stub
+timeouts: {scenario: 5m, provision: 3m, health: 30s}
+artifacts: {policy: on-failure}
+`
